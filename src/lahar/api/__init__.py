@@ -1,0 +1,1 @@
+"""Shared API vocabulary: quantities, resource vectors, typed helpers for lahar's kinds."""

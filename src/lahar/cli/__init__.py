@@ -1,0 +1,1 @@
+"""The ``lahar`` command."""

@@ -1,0 +1,1 @@
+"""The Volcano-compatible batch scheduler: a pure core over snapshots, and its daemon."""
