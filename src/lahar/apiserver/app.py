@@ -1,0 +1,232 @@
+"""The HTTP face of the embedded API server (an ASGI application).
+
+It authenticates, parses the URL and the body, negotiates the response form
+(plain JSON, ``Table`` for kubectl, aggregated discovery), calls the object,
+deletion and watch services, and turns every :class:`APIError` into a ``Status``
+body. Nothing here decides API semantics; that lives in ``objects.py``,
+``deletion.py``, ``watch.py`` and ``subresources.py``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+from typing import Any
+
+import yaml
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from lahar import __version__
+from lahar.apiserver import routing
+from lahar.apiserver import store as storemod
+from lahar.apiserver.errors import APIError, bad_request, conflict, expired, too_large, unauthorized
+from lahar.apiserver.metrics import Metrics
+from lahar.apiserver.objects import WriteOptions
+from lahar.apiserver.state import ServerState
+
+log = logging.getLogger("lahar.apiserver")
+MAX_BODY = 3 * 1024 * 1024
+PUBLIC_PATHS = {"/version", "/livez", "/readyz", "/healthz"}
+DISCOVERY_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+
+def _json(
+    data: Any,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+    content_type: str = "application/json",
+) -> Response:
+    return Response(
+        json.dumps(data, separators=(",", ":")), status, headers=headers, media_type=content_type
+    )
+
+
+def _store_error(exc: storemod.StoreError, route: routing.Route) -> APIError:
+    rt = route.resource
+    plural, group = (rt.plural, rt.group) if rt else ("", "")
+    if isinstance(exc, storemod.KeyExists):
+        from lahar.apiserver.errors import already_exists
+
+        return already_exists(plural, route.name or str(exc).strip("'\""), group)
+    if isinstance(exc, storemod.KeyNotFound):
+        from lahar.apiserver.errors import not_found
+
+        return not_found(plural, route.name, group)
+    if isinstance(exc, storemod.RVConflict):
+        return conflict(plural, route.name, group)
+    if isinstance(exc, storemod.Expired):
+        return expired(str(exc) or "too old resource version")
+    return bad_request(str(exc))
+
+
+async def read_body(request: Request) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > MAX_BODY:
+        raise too_large()
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise too_large()
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def decode_body(raw: bytes, content_type: str) -> Any:
+    if not raw.strip():
+        return None
+    text_type = content_type.split(";")[0].strip()
+    if text_type.startswith("application/vnd.kubernetes.protobuf"):
+        from lahar.apiserver import protobuf
+
+        return protobuf.decode(raw)
+    if text_type == "application/cbor":
+        raise APIError(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media types include: "
+            f"application/json, application/yaml; got {text_type}",
+        )
+    try:
+        if text_type in ("application/yaml", "application/apply-patch+yaml"):
+            return yaml.safe_load(raw)
+        return json.loads(raw)
+    except (ValueError, yaml.YAMLError) as exc:
+        kind = "YAML" if "yaml" in text_type else "JSON"
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise bad_request(f"error decoding {kind} body: {detail}") from None
+
+
+class APIApp:
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.metrics: Metrics = state.metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            message = await receive()
+            while message["type"] != "lifespan.shutdown":
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                message = await receive()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        started = time.perf_counter()
+        route: routing.Route | None = None
+        try:
+            self._authenticate(request)
+            response, route = await self._dispatch(request)
+        except APIError as exc:
+            response = _json(exc.to_status(), exc.code)
+        except storemod.StoreError as exc:
+            err = _store_error(exc, route or routing.Route("resource"))
+            response = _json(err.to_status(), err.code)
+        except Exception as exc:  # never crash the connection; log and answer 500
+            log.exception("unhandled error for %s %s", request.method, request.url.path)
+            from lahar.apiserver.errors import internal
+
+            err = internal(type(exc).__name__)
+            response = _json(err.to_status(), err.code)
+        self.metrics.observe(
+            request.method, route, response.status_code, time.perf_counter() - started
+        )
+        await response(scope, receive, send)
+
+    def _authenticate(self, request: Request) -> None:
+        if request.url.path in PUBLIC_PATHS or self.state.token is None:
+            return
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip(), self.state.token):
+            raise unauthorized()
+
+    async def _dispatch(self, request: Request) -> tuple[Response, routing.Route | None]:
+        path = request.url.path
+        method = request.method
+        if path == "/version":
+            return _json(self._version()), None
+        if path in ("/livez", "/readyz", "/healthz"):
+            ok = self.state.ready or path == "/livez"
+            return Response(
+                "ok" if ok else "not ready", 200 if ok else 503, media_type="text/plain"
+            ), None
+        if path == "/metrics":
+            body, ctype = self.metrics.render(self.state)
+            return Response(body, media_type=ctype), None
+        if path.startswith("/openapi/"):
+            return self.state.openapi.respond(path, request.query_params), None
+        route = routing.parse(path, self.state.registry)
+        accept = request.headers.get("accept", "")
+        if route.kind != "resource":
+            return self._discovery(route, accept), route
+        from lahar.apiserver import handlers
+
+        return await handlers.handle(self.state, request, route, method, accept), route
+
+    def _version(self) -> dict[str, str]:
+        return {
+            "major": "1",
+            "minor": "32",
+            "gitVersion": f"v1.32.0-lahar.{__version__}",
+            "gitCommit": "lahar",
+            "gitTreeState": "clean",
+            "buildDate": "2026-11-29T00:00:00Z",
+            "goVersion": "python",
+            "compiler": "cpython",
+            "platform": "linux/amd64",
+        }
+
+    def _discovery(self, route: routing.Route, accept: str) -> Response:
+        reg = self.state.registry
+        aggregated = "as=APIGroupDiscoveryList" in accept and "v=v2" in accept
+        if route.kind == "api":
+            if aggregated:
+                return _json(reg.aggregated(core=True), content_type=DISCOVERY_V2)
+            return _json(reg.api_versions())
+        if route.kind == "apis":
+            if aggregated:
+                return _json(reg.aggregated(core=False), content_type=DISCOVERY_V2)
+            return _json(reg.api_group_list())
+        if route.kind == "group":
+            doc = reg.api_group(route.group)
+        else:
+            doc = reg.resource_list(route.group, route.version)
+        if doc is None:
+            raise APIError(404, "NotFound", "the server could not find the requested resource")
+        return _json(doc)
+
+
+def write_options(request: Request, subresource: str = "") -> WriteOptions:
+    q = request.query_params
+    dry = q.getlist("dryRun")
+    for d in dry:
+        if d != "All":
+            raise bad_request(f'dryRun: Unsupported value: "{d}": supported values: "All"')
+    validation = q.get("fieldValidation") or "Warn"
+    if validation not in ("Strict", "Warn", "Ignore"):
+        raise bad_request(
+            f"fieldValidation: invalid value {validation!r}: must be Strict, Warn or Ignore"
+        )
+    manager = q.get("fieldManager", "")
+    if len(manager) > 128:
+        raise bad_request("fieldManager: Too long: may not be longer than 128 characters")
+    force = q.get("force", "false").lower() == "true"
+    return WriteOptions(
+        field_manager=manager,
+        field_validation=validation,
+        dry_run=bool(dry),
+        force=force,
+        subresource=subresource,
+        user_agent=request.headers.get("user-agent", ""),
+    )
+
+
+def streaming(gen: Any, content_type: str) -> StreamingResponse:
+    return StreamingResponse(gen, media_type=content_type)

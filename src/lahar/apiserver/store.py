@@ -1,0 +1,456 @@
+"""Durable object storage for the embedded API server: one SQLite file in WAL mode.
+
+This is the only module that touches the database. It gives the REST layer and the watch
+hub what they would get from etcd: a global, strictly increasing resourceVersion (RV)
+stamped into ``metadata.resourceVersion`` on every write; ``expected_rv`` preconditions
+and create-if-absent; a bounded, persisted log of watch events, written in the same
+transaction as the change so a watch can resume from a retained RV even after a restart;
+and after-commit callbacks to subscribers, so the watch hub never polls.
+
+Durability: ``synchronous=NORMAL`` in WAL mode. A commit has reached the WAL file when it
+returns, so it survives the process being killed (only an OS crash could lose it).
+Threads: a re-entrant lock serialises callers; a :meth:`Store.transaction` holds it until
+it ends, so never ``await`` inside one.
+
+Expiry: the newest ``window`` events are kept (trimmed in batches of ``window // 10``).
+:meth:`Store.oldest_rv` is the compaction point, the highest RV whose event was trimmed (0
+if none): ``events_after(rv)`` is complete for ``rv >= oldest_rv()`` and raises
+:class:`Expired` for ``rv < oldest_rv()``, i.e. ``rv < e - 1`` with ``e`` the RV of the
+oldest retained event.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import logging
+import pathlib
+import sqlite3
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+log = logging.getLogger(__name__)
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+Subscriber = Callable[[builtins.list["WatchEvent"]], None]
+
+# Only plain JSON types are accepted: dataclasses, datetimes and str/int/dict subclasses
+# are passed through to a (missing) default hook, so orjson rejects them.
+_DUMPS_OPTS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+_DUMPS_OPTS |= orjson.OPT_PASSTHROUGH_SUBCLASS
+_SCHEMA_VERSION = 1
+_SCHEMA = f"""
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS objects (gr TEXT NOT NULL, ns TEXT NOT NULL, name TEXT NOT NULL,
+    rv INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (gr, ns, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (rv INTEGER PRIMARY KEY, type TEXT NOT NULL,
+    gr TEXT NOT NULL, ns TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('compacted', 0);
+PRAGMA user_version = {_SCHEMA_VERSION};
+COMMIT;
+"""
+
+
+class StoreError(Exception):
+    """Base class of every error the store raises."""
+
+
+class KeyExists(StoreError):
+    """``create`` of a key that already holds an object (409 AlreadyExists)."""
+
+
+class KeyNotFound(StoreError):
+    """``update``/``delete`` of a key that holds no object (404 NotFound)."""
+
+
+class RVConflict(StoreError):
+    """An ``expected_rv`` precondition did not match the stored RV (409 Conflict)."""
+
+    def __init__(self, message: str, current_rv: int) -> None:
+        super().__init__(message)
+        self.current_rv = current_rv
+
+
+class Expired(StoreError):
+    """The requested RV is older than the retained event window (410 Expired)."""
+
+
+class InvalidObject(StoreError):
+    """The object is not storable (not a JSON object, no name, not JSON-serialisable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One committed change, as a watch reports it. ``object`` is shared: do not mutate."""
+
+    type: EventType
+    gr: str
+    namespace: str
+    name: str
+    rv: int
+    object: dict[str, Any]
+
+
+class Store:
+    """Objects keyed by (group-resource, namespace, name), plus the watch event log."""
+
+    def __init__(self, path: pathlib.Path, *, window: int = 20000) -> None:
+        if window < 1:
+            raise ValueError("window must be at least 1")
+        self._window = window
+        self._trim_batch = max(1, window // 10)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(
+            str(path), isolation_level=None, check_same_thread=False, cached_statements=64
+        )
+        try:
+            if self._db.execute("PRAGMA user_version").fetchone()[0] not in (0, _SCHEMA_VERSION):
+                raise StoreError(f"{path}: unsupported store schema version")
+            self._db.executescript(_SCHEMA)
+        except BaseException:
+            self._db.close()
+            raise
+        self._closed = False
+        self._depth = 0  # transaction nesting depth
+        self._pending: list[WatchEvent] = []  # events of the open transaction
+        self._subscribers: list[Subscriber] = []
+        self._outbox: deque[builtins.list[WatchEvent]] = deque()
+        self._publishing = False
+        self._rv = self._scalar(
+            "SELECT max(coalesce((SELECT max(rv) FROM events), 0),"
+            " coalesce((SELECT max(rv) FROM objects), 0),"
+            " (SELECT value FROM meta WHERE key = 'compacted'))"
+        )
+        self._compacted = self._scalar("SELECT value FROM meta WHERE key = 'compacted'")
+        self._n_events = self._scalar("SELECT count(*) FROM events")
+        self._maybe_trim()
+
+    def _scalar(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        row = self._db.execute(sql, params).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the database. Further calls raise :class:`StoreError`."""
+        with self._lock:
+            if self._closed:
+                return
+            if self._depth:
+                raise StoreError("cannot close the store inside a transaction")
+            self._closed = True
+            self._subscribers.clear()
+            self._db.close()
+
+    def subscribe(self, callback: Subscriber) -> None:
+        """Call ``callback(events)`` after each commit, in commit order, under the lock."""
+        with self._lock:
+            self._subscribers.append(callback)
+
+    def unsubscribe(self, callback: Subscriber) -> None:
+        with self._lock, contextlib.suppress(ValueError):
+            self._subscribers.remove(callback)
+
+    # -- transactions ------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Store]:
+        """Group writes atomically. Nests (as savepoints); publishes after the outer commit.
+
+        An exception leaving the block rolls back every write made inside it (and only
+        those, for a nested block) and publishes nothing for them.
+        """
+        with self._lock:
+            self._check_open()
+            depth = self._depth
+            saved = (self._rv, len(self._pending))
+            self._db.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
+            self._depth = depth + 1
+            try:
+                yield self
+            except BaseException:
+                self._depth = depth
+                self._rv = saved[0]
+                del self._pending[saved[1] :]
+                if depth == 0:
+                    self._db.execute("ROLLBACK")
+                else:
+                    self._db.execute(f"ROLLBACK TO sp{depth}")
+                    self._db.execute(f"RELEASE sp{depth}")
+                raise
+            self._depth = depth
+            if depth > 0:
+                self._db.execute(f"RELEASE sp{depth}")
+                return
+            try:
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._rv = saved[0]
+                self._pending.clear()
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            events, self._pending = self._pending, []
+            self._n_events += len(events)
+            self._maybe_trim()
+            if events:
+                self._publish(events)
+
+    def _publish(self, events: builtins.list[WatchEvent]) -> None:
+        # A subscriber that writes re-enters here; its batch waits in the outbox so every
+        # subscriber still sees the batches in commit (RV) order.
+        self._outbox.append(events)
+        if self._publishing:
+            return
+        self._publishing = True
+        try:
+            while self._outbox:
+                batch = self._outbox.popleft()
+                for callback in builtins.list(self._subscribers):
+                    try:
+                        callback(batch)
+                    except Exception:  # a broken subscriber must not fail the write
+                        log.exception("store subscriber %r failed", callback)
+        finally:
+            self._publishing = False
+
+    def _maybe_trim(self) -> None:
+        """Drop the oldest events beyond the window, once a whole batch has piled up."""
+        if self._n_events < self._window + self._trim_batch:
+            return
+        db = self._db
+        try:
+            threshold = self._scalar(
+                "SELECT rv FROM events ORDER BY rv DESC LIMIT 1 OFFSET ?", (self._window,)
+            )
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM events WHERE rv <= ?", (threshold,))
+            db.execute("UPDATE meta SET value = ? WHERE key = 'compacted'", (threshold,))
+            db.execute("COMMIT")
+        except sqlite3.Error:  # the write itself has committed; retry at the next commit
+            log.exception("trimming the watch event log failed")
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            return
+        self._compacted = threshold
+        self._n_events = self._scalar("SELECT count(*) FROM events")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("store is closed")
+
+    # -- reads -------------------------------------------------------------------------
+
+    def current_rv(self) -> int:
+        """The RV of the newest write (0 for an empty, never-written store)."""
+        return self._rv
+
+    def oldest_rv(self) -> int:
+        """The smallest RV a watch can resume from: ``events_after(rv)`` needs ``rv >= this``."""
+        return self._compacted
+
+    def get(self, gr: str, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            self._check_open()
+            row = self._db.execute(
+                "SELECT data FROM objects WHERE gr = ? AND ns = ? AND name = ?",
+                (gr, namespace, name),
+            ).fetchone()
+        return orjson.loads(row[0]) if row else None
+
+    def list(
+        self, gr: str, namespace: str | None = None
+    ) -> tuple[builtins.list[dict[str, Any]], int]:
+        """All objects of ``gr`` (in one namespace, or all) ordered by (namespace, name),
+        and the RV the list is consistent at."""
+        where, params = _where(gr, namespace)
+        with self._lock:
+            self._check_open()
+            rows = self._db.execute(
+                f"SELECT data FROM objects WHERE {where} ORDER BY ns, name", params
+            ).fetchall()
+            rv = self._rv
+        return [orjson.loads(r[0]) for r in rows], rv
+
+    def list_page(
+        self,
+        gr: str,
+        namespace: str | None,
+        *,
+        limit: int,
+        start_after: tuple[str, str] | None,
+    ) -> tuple[builtins.list[dict[str, Any]], int, tuple[str, str] | None]:
+        """One page of :meth:`list`: at most ``limit`` objects with a (namespace, name) key
+        after ``start_after``, the RV this page is consistent at, and the cursor for the
+        next page (None when this page is the last).
+
+        Each page is a consistent snapshot, but pages are read at different times: an
+        object present and unchanged for the whole walk appears exactly once; one created,
+        deleted or changed meanwhile may be missed or show a newer version (etcd's
+        "inconsistent continue", not a snapshot across pages).
+        """
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        where, params = _where(gr, namespace)
+        if start_after is None:
+            pass
+        elif namespace is None:
+            where += " AND (ns, name) > (?, ?)"
+            params += tuple(start_after)
+        elif start_after[0] == namespace:  # keeps the query on the (gr, ns) index range
+            where += " AND name > ?"
+            params += (start_after[1],)
+        elif start_after[0] > namespace:  # a cursor past this namespace: nothing is left
+            where += " AND 0"
+        with self._lock:
+            self._check_open()
+            rows = self._db.execute(
+                f"SELECT ns, name, data FROM objects WHERE {where} ORDER BY ns, name LIMIT ?",
+                (*params, limit + 1),
+            ).fetchall()
+            rv = self._rv
+        cursor = (rows[limit - 1][0], rows[limit - 1][1]) if len(rows) > limit else None
+        return [orjson.loads(r[2]) for r in rows[:limit]], rv, cursor
+
+    def count(self, gr: str, namespace: str | None = None) -> int:
+        where, params = _where(gr, namespace)
+        with self._lock:
+            self._check_open()
+            return self._scalar(f"SELECT count(*) FROM objects WHERE {where}", params)
+
+    def list_resources(self) -> builtins.list[str]:
+        """The group-resources that currently hold at least one object, sorted."""
+        with self._lock:
+            self._check_open()
+            rows = self._db.execute("SELECT DISTINCT gr FROM objects ORDER BY gr").fetchall()
+        return [r[0] for r in rows]
+
+    def events_after(self, rv: int, gr: str | None = None) -> builtins.list[WatchEvent]:
+        """Committed events with RV greater than ``rv`` (of ``gr`` only, if given), oldest
+        first. Raises :class:`Expired` when ``rv < oldest_rv()``."""
+        where, params = ("rv > ?", (rv,)) if gr is None else ("rv > ? AND gr = ?", (rv, gr))
+        with self._lock:
+            self._check_open()
+            if rv < self._compacted:
+                raise Expired(f"too old resource version: {rv} (oldest is {self._compacted})")
+            rows = self._db.execute(
+                f"SELECT rv, type, gr, ns, name, data FROM events WHERE {where} ORDER BY rv",
+                params,
+            ).fetchall()
+        return [WatchEvent(t, g, ns, n, r, orjson.loads(d)) for r, t, g, ns, n, d in rows]
+
+    # -- writes ------------------------------------------------------------------------
+
+    def create(self, gr: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Store a new object; returns it with ``metadata.resourceVersion`` set."""
+        with self.transaction():
+            rv = self._rv + 1
+            namespace, name, data = _encode(gr, obj, rv)
+            try:
+                self._db.execute(
+                    "INSERT INTO objects (gr, ns, name, rv, data) VALUES (?, ?, ?, ?, ?)",
+                    (gr, namespace, name, rv, data),
+                )
+            except sqlite3.IntegrityError:
+                raise KeyExists(_key_text(gr, namespace, name) + " already exists") from None
+            return self._record("ADDED", gr, namespace, name, rv, data)
+
+    def update(
+        self, gr: str, obj: dict[str, Any], *, expected_rv: int | None = None
+    ) -> dict[str, Any]:
+        """Replace an existing object, optionally only if its stored RV is ``expected_rv``."""
+        with self.transaction():
+            rv = self._rv + 1
+            namespace, name, data = _encode(gr, obj, rv)
+            cur = self._db.execute(
+                "UPDATE objects SET rv = ?, data = ? WHERE gr = ? AND ns = ? AND name = ?"
+                " AND (?6 IS NULL OR rv = ?6)",
+                (rv, data, gr, namespace, name, expected_rv),
+            )
+            if cur.rowcount != 1:
+                self._raise_missing_or_conflict(gr, namespace, name, expected_rv)
+            return self._record("MODIFIED", gr, namespace, name, rv, data)
+
+    def delete(
+        self, gr: str, namespace: str, name: str, *, expected_rv: int | None = None
+    ) -> dict[str, Any]:
+        """Remove an object; returns it with ``resourceVersion`` set to the deletion's RV."""
+        with self.transaction():
+            row = self._db.execute(
+                "DELETE FROM objects WHERE gr = ? AND ns = ? AND name = ?"
+                " AND (?4 IS NULL OR rv = ?4) RETURNING data",
+                (gr, namespace, name, expected_rv),
+            ).fetchone()
+            if row is None:
+                self._raise_missing_or_conflict(gr, namespace, name, expected_rv)
+            rv = self._rv + 1
+            obj = orjson.loads(row[0])
+            metadata = obj.setdefault("metadata", {})
+            metadata["resourceVersion"] = str(rv)
+            return self._record("DELETED", gr, namespace, name, rv, orjson.dumps(obj))
+
+    def _raise_missing_or_conflict(
+        self, gr: str, namespace: str, name: str, expected_rv: int | None
+    ) -> None:
+        row = self._db.execute(
+            "SELECT rv FROM objects WHERE gr = ? AND ns = ? AND name = ?", (gr, namespace, name)
+        ).fetchone()
+        key = _key_text(gr, namespace, name)
+        if row is None:
+            raise KeyNotFound(key + " not found")
+        raise RVConflict(
+            f"{key}: expected resourceVersion {expected_rv}, stored {row[0]}", int(row[0])
+        )
+
+    def _record(
+        self, type_: EventType, gr: str, namespace: str, name: str, rv: int, data: bytes
+    ) -> dict[str, Any]:
+        """Append the event row for a write at ``rv`` and claim the RV. Caller holds a txn."""
+        self._db.execute(
+            "INSERT INTO events (rv, type, gr, ns, name, data) VALUES (?, ?, ?, ?, ?, ?)",
+            (rv, type_, gr, namespace, name, data),
+        )
+        self._rv = rv
+        # Two decodes: the caller and the watchers each get their own object.
+        self._pending.append(WatchEvent(type_, gr, namespace, name, rv, orjson.loads(data)))
+        return orjson.loads(data)
+
+
+def _where(gr: str, namespace: str | None) -> tuple[str, tuple[Any, ...]]:
+    return ("gr = ?", (gr,)) if namespace is None else ("gr = ? AND ns = ?", (gr, namespace))
+
+
+def _key_text(gr: str, namespace: str, name: str) -> str:
+    return f"{gr} {namespace}/{name}" if namespace else f"{gr} {name}"
+
+
+def _encode(gr: str, obj: dict[str, Any], rv: int) -> tuple[str, str, bytes]:
+    """Validate ``obj`` and serialise a copy of it carrying ``rv``. Never mutates ``obj``."""
+    if not isinstance(gr, str) or not gr:
+        raise InvalidObject("group-resource must be a non-empty string")
+    if not isinstance(obj, dict):
+        raise InvalidObject(f"object must be a JSON object, not {type(obj).__name__}")
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        raise InvalidObject("object has no metadata")
+    name = metadata.get("name")
+    namespace = metadata.get("namespace") or ""
+    if not isinstance(name, str) or not name:
+        raise InvalidObject("metadata.name must be a non-empty string")
+    if not isinstance(namespace, str):
+        raise InvalidObject("metadata.namespace must be a string")
+    copy = dict(obj)
+    copy["metadata"] = {**metadata, "resourceVersion": str(rv)}
+    try:
+        data = orjson.dumps(copy, option=_DUMPS_OPTS)
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise InvalidObject(f"object is not JSON-serialisable: {exc}") from None
+    return namespace, name, data

@@ -1,0 +1,178 @@
+"""Watch responses: newline-delimited JSON events, streamed as they happen.
+
+A watch from resourceVersion ``""``/``"0"`` (or with ``sendInitialEvents``) first
+sends the current objects as ADDED; one from a given resourceVersion replays what
+happened since. Label and field selectors are applied per watcher; an object that
+stops matching is reported DELETED and one that starts matching ADDED, as the
+real server's watch cache does. Bookmarks (when asked for) carry the latest
+resourceVersion; ``timeoutSeconds`` ends the stream cleanly; an expired version
+is a 410, either as the HTTP status or as an ERROR event mid-stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from lahar.apiserver import selectors, tables
+from lahar.apiserver import store as storemod
+from lahar.apiserver.errors import bad_request, expired
+from lahar.apiserver.meta import meta
+from lahar.apiserver.routing import Route
+from lahar.apiserver.state import ServerState
+
+Obj = dict[str, Any]
+
+
+def _line(event_type: str, obj: Obj) -> bytes:
+    return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+
+async def serve(state: ServerState, request: Request, route: Route, as_table: bool) -> Response:
+    rt = route.resource
+    assert rt is not None
+    q = request.query_params
+    labels = selectors.parse_label_selector(q.get("labelSelector"))
+    fields = selectors.parse_field_selector(q.get("fieldSelector"), rt.group_resource)
+    key = state.objects.storage_key(rt)
+    ns = route.namespace or None
+    if route.name:
+        fields = [
+            *fields,
+            *selectors.parse_field_selector(f"metadata.name={route.name}", rt.group_resource),
+        ]
+    rv_text = q.get("resourceVersion") or ""
+    if rv_text and not rv_text.isdigit():
+        raise bad_request(f"resourceVersion: Invalid value: {rv_text!r}: must be an integer")
+    bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
+    send_initial = q.get("sendInitialEvents") == "true" or rv_text in ("", "0")
+    timeout_text = q.get("timeoutSeconds")
+    timeout = (
+        float(timeout_text)
+        if timeout_text and timeout_text.isdigit()
+        else 1800 * (1 + random.random())
+    )
+    matches = lambda o: selectors.labels_match(labels, o) and selectors.fields_match(fields, o)  # noqa: E731
+
+    if send_initial:
+        with state.store.transaction():
+            initial, since = state.store.list(key, ns)
+        initial = [o for o in initial if matches(o)]
+    else:
+        since, initial = int(rv_text), []
+        if since < state.store.oldest_rv() - 1:
+            raise expired(f"too old resource version: {since} ({state.store.oldest_rv() - 1})")
+
+    def encode(event_type: str, obj: Obj) -> bytes:
+        obj = state.objects.present(rt, obj)
+        if as_table and event_type != "BOOKMARK" and event_type != "ERROR":
+            obj = tables.to_table(
+                rt,
+                [obj],
+                include_object=q.get("includeObject") or "Metadata",
+                now=dt.datetime.now(dt.UTC),
+            )
+        return _line(event_type, obj)
+
+    async def events() -> AsyncIterator[bytes]:
+        present: set[tuple[str, str]] | None = set() if (labels or fields) else None
+        for obj in initial:
+            if present is not None:
+                present.add((meta(obj).get("namespace", "") or "", meta(obj)["name"]))
+            yield encode("ADDED", obj)
+        if send_initial and bookmarks and q.get("sendInitialEvents") == "true":
+            mark = {
+                "kind": rt.kind,
+                "apiVersion": rt.api_version,
+                "metadata": {
+                    "resourceVersion": str(since),
+                    "annotations": {"k8s.io/initial-events-end": "true"},
+                },
+            }
+            yield _line("BOOKMARK", mark)
+        queue: asyncio.Queue[storemod.WatchEvent | Exception | None] = asyncio.Queue(maxsize=1000)
+
+        async def pump() -> None:
+            try:
+                async for ev in state.hub.watch(key, ns, since):
+                    await queue.put(ev)
+            except Exception as exc:  # Expired, or the hub closing
+                await queue.put(exc)
+            else:
+                await queue.put(None)
+
+        task = asyncio.create_task(pump())
+        state.metrics.watchers.labels(rt.group, rt.plural).inc()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        last_rv = since
+        try:
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                wait = min(remaining, state.bookmark_interval) if bookmarks else remaining
+                try:
+                    item = await asyncio.wait_for(queue.get(), wait)
+                except TimeoutError:
+                    if bookmarks:
+                        mark = {
+                            "kind": rt.kind,
+                            "apiVersion": rt.api_version,
+                            "metadata": {
+                                "resourceVersion": str(max(last_rv, state.store.current_rv()))
+                            },
+                        }
+                        yield _line("BOOKMARK", mark)
+                    continue
+                if item is None:
+                    break
+                if isinstance(item, Exception):
+                    status = expired(f"too old resource version: {since}").to_status()
+                    if not isinstance(item, storemod.Expired):
+                        break
+                    yield _line("ERROR", status)
+                    break
+                last_rv = item.rv
+                out = _filter(item, matches, present)
+                if out is not None:
+                    yield encode(*out)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            state.metrics.watchers.labels(rt.group, rt.plural).dec()
+
+    return StreamingResponse(events(), media_type="application/json")
+
+
+def _filter(
+    ev: storemod.WatchEvent, matches: Any, present: set[tuple[str, str]] | None
+) -> tuple[str, Obj] | None:
+    if present is None:
+        return ev.type, ev.object
+    key = (ev.namespace, ev.name)
+    ok = matches(ev.object)
+    if ev.type == "DELETED":
+        if key in present or ok:
+            present.discard(key)
+            return "DELETED", ev.object
+        return None
+    if ok:
+        kind = "MODIFIED" if key in present or ev.type == "MODIFIED" else "ADDED"
+        if ev.type == "ADDED":
+            kind = "ADDED"
+        present.add(key)
+        return kind, ev.object
+    if key in present:
+        present.discard(key)
+        return "DELETED", ev.object
+    return None

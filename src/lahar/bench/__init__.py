@@ -1,0 +1,1 @@
+"""Benchmarks behind ``lahar bench``: each prints one JSON object of figures."""
