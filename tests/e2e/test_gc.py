@@ -104,7 +104,7 @@ def test_namespace_deletion_empties_it(cluster: Cluster) -> None:
     cluster.kubectl("delete", "namespace", "doomed", "--timeout=30s")
     assert _gone(cluster, "namespace", "doomed")
     res = cluster.kubectl("create", "configmap", "y", "-n", "doomed", check=False)
-    assert res.returncode != 0 and "NotFound" in res.stderr
+    assert res.returncode != 0 and 'namespaces "doomed" not found' in res.stderr
 
 
 def test_pod_graceful_deletion_without_agent(cluster: Cluster) -> None:

@@ -148,8 +148,6 @@ def test_get_watch_streams_changes(cluster: Cluster) -> None:
             "configmaps",
             "-w",
             "--output-watch-events",
-            "-o",
-            "name",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -163,7 +161,9 @@ def test_get_watch_streams_changes(cluster: Cluster) -> None:
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=10)
-    assert "ADDED" in out and "configmap/watched" in out and "DELETED" in out
+    rows = [line.split() for line in out.splitlines()]
+    assert ["ADDED", "watched"] in [r[:2] for r in rows]
+    assert ["DELETED", "watched"] in [r[:2] for r in rows]
 
 
 def test_wait_and_delete(cluster: Cluster) -> None:

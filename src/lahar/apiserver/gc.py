@@ -129,6 +129,9 @@ class GarbageCollector:
                     deps.discard(ref)
                     continue
                 owners = meta(obj).get("ownerReferences") or []
+                if not any(o.get("uid") == uid for o in owners):
+                    deps.discard(ref)  # the reference was removed since it was indexed
+                    continue
                 alive = [o for o in owners if o.get("uid") in self._uids]
                 if alive:
                     self._set_owners(ref, obj, alive)
@@ -144,7 +147,15 @@ class GarbageCollector:
             finalizers = m.get("finalizers") or []
             if not (FOREGROUND in finalizers or ORPHAN in finalizers):
                 continue
-            deps = [d for d in self._dependents.get(m.get("uid", ""), set()) if self._exists(d)]
+            uid = m.get("uid", "")
+            deps = [
+                d
+                for d in self._dependents.get(uid, set())
+                if any(
+                    o.get("uid") == uid
+                    for o in meta(self._exists(d) or {}).get("ownerReferences") or []
+                )
+            ]
             if ORPHAN in finalizers:
                 for d in deps:
                     dep = self._exists(d)

@@ -92,7 +92,8 @@ async def handle(
         return _answer(state, rt, result, 201 if result.created else 200)
     if method == "DELETE":
         raw = await read_body(request)
-        options = require_no_body_kind_mismatch(decode_body(raw, "application/json"))
+        ctype = request.headers.get("content-type", "application/json")
+        options = require_no_body_kind_mismatch(decode_body(raw, ctype))
         for key in ("propagationPolicy", "gracePeriodSeconds"):
             if key in q and key not in options:
                 options[key] = int(q[key]) if key == "gracePeriodSeconds" else q[key]

@@ -90,7 +90,9 @@ class ObjectService:
         self.registry = registry
         self.admission = admission
         self._ctx = builtins.DefaultContext(
-            allocate_cluster_ip=ClusterIPAllocator(store), priority_of=self._priority_of
+            allocate_cluster_ip=ClusterIPAllocator(store),
+            priority_of=self._priority_of,
+            default_priority_class=self._default_priority_class,
         )
 
     # ---- reads -------------------------------------------------------------------
@@ -112,9 +114,21 @@ class ObjectService:
         obj.setdefault("kind", rt.kind)
         return obj
 
-    def _priority_of(self, name: str) -> int | None:
+    def _priority_of(self, name: str) -> tuple[int, str] | None:
         pc = self.store.get("priorityclasses.scheduling.k8s.io", "", name)
-        return None if pc is None else int(pc.get("value", 0))
+        if pc is None:
+            return None
+        return int(pc.get("value", 0)), pc.get("preemptionPolicy") or "PreemptLowerPriority"
+
+    def _default_priority_class(self) -> tuple[str, int, str] | None:
+        for pc in self.store.list("priorityclasses.scheduling.k8s.io")[0]:
+            if pc.get("globalDefault"):
+                return (
+                    meta(pc)["name"],
+                    int(pc.get("value", 0)),
+                    pc.get("preemptionPolicy") or "PreemptLowerPriority",
+                )
+        return None
 
     # ---- the shared preparation of a candidate object ----------------------------
 
@@ -144,9 +158,9 @@ class ObjectService:
             obj = structural.prune(obj, schema)
         return obj, warnings
 
-    def _default(self, rt: ResourceType, obj: Obj, old: Obj | None = None) -> Obj:
+    def _default(self, rt: ResourceType, obj: Obj, old: Obj | None = None, subresource: str = "") -> Obj:
         if rt.builtin:
-            return builtins.default(obj, rt, self._ctx, old=old)
+            return builtins.default(obj, rt, self._ctx, old=old, subresource=subresource)
         if rt.schema:
             return structural.apply_defaults(obj, rt.schema)
         return obj
@@ -256,7 +270,8 @@ class ObjectService:
             meta(obj)["managedFields"] = applied_fields
         else:
             meta(obj)["managedFields"] = patch.record_update(
-                None, obj, manager=_manager(opts), lists=self._lists(rt), now=now_rfc3339()
+                None, obj, manager=_manager(opts), lists=self._lists(rt), now=now_rfc3339(),
+                status_subresource=rt.has_status,
             )
         if opts.dry_run:
             if self.store.get(self.storage_key(rt), namespace if rt.namespaced else "", m["name"]):
@@ -291,6 +306,10 @@ class ObjectService:
         return self._write(rt, namespace, name, old, new, opts, expected, "Update")
 
     def _merge_subresource(self, rt: ResourceType, old: Obj, new: Obj, subresource: str) -> Obj:
+        if subresource == "finalize":  # a namespace's spec.finalizers, written by its finaliser
+            merged = copy.deepcopy(old)
+            merged.setdefault("spec", {})["finalizers"] = (new.get("spec") or {}).get("finalizers") or []
+            return merged
         if subresource == "status":
             merged = copy.deepcopy(old)
             if "status" in new:
@@ -334,23 +353,8 @@ class ObjectService:
                 m[k] = om[k]
             else:
                 m.pop(k, None)
-        if om.get("deletionTimestamp"):
-            added = set(m.get("finalizers") or []) - set(om.get("finalizers") or [])
-            if added:
-                raise invalid(
-                    rt.kind,
-                    name,
-                    [
-                        Cause(
-                            "FieldValueForbidden",
-                            f"no new finalizers can be added if the object is being deleted, found new finalizers {sorted(added)!r}",
-                            "metadata.finalizers",
-                        )
-                    ],
-                    rt.group,
-                )
         new, warnings = self._check_fields(rt, new, opts)
-        new = self._default(rt, new, old)
+        new = self._default(rt, new, old, opts.subresource)
         if spec_part(new) != spec_part(old):
             m["generation"] = int(om.get("generation") or 1) + 1
         self._validate(rt, new, old, opts.subresource)
@@ -378,7 +382,7 @@ class ObjectService:
                 manager=_manager(opts),
                 lists=self._lists(rt),
                 now=now_rfc3339(),
-                subresource=opts.subresource,
+                subresource=opts.subresource, status_subresource=rt.has_status,
             )
         key = self.storage_key(rt)
         if expected_rv is not None and str(expected_rv) != om.get("resourceVersion"):

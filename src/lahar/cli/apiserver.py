@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.watch_window < 1:
         raise UsageError("--watch-window must be at least 1")
+    args.data_dir = args.data_dir.resolve()
     server = APIServer(
         args.data_dir, host=args.bind_address, port=args.port, watch_window=args.watch_window
     )

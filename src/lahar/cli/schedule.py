@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from datetime import datetime
 from typing import Any
 
 import yaml
@@ -42,6 +44,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for tie-breaks (default 0)")
     parser.add_argument(
+        "--now",
+        metavar="RFC3339",
+        help="the session's clock, e.g. 2026-11-29T10:00:00Z (default: the current time; "
+        "only the sla plugin reads it)",
+    )
+    parser.add_argument(
         "--scheduler-name",
         action="append",
         metavar="NAME",
@@ -60,6 +68,15 @@ def _read(path: str) -> str:
         raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
 
 
+def _now(text: str | None) -> float:
+    if text is None:
+        return time.time()
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise UsageError(f"--now: not an RFC 3339 time: {text!r}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from lahar.scheduler.explain import explain_text
     from lahar.scheduler.framework.conf import ConfigError, default_conf, load_conf
@@ -73,7 +90,9 @@ def run(args: argparse.Namespace) -> int:
         cluster = build_cluster(objects, scheduler_names=names)
     except (ConfigError, SnapshotError) as exc:
         raise UsageError(str(exc)) from None
-    _ssn, result = run_session(cluster, conf, seed=args.seed, record_scores=args.explain)
+    _ssn, result = run_session(
+        cluster, conf, seed=args.seed, now=_now(args.now), record_scores=args.explain
+    )
     for note in result.notes:
         print(f"lahar schedule: note: {note}", file=sys.stderr)
     if args.output == "json":

@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
+    args.data_dir = args.data_dir.resolve()
     server = APIServer(
         args.data_dir, host=args.bind_address, port=args.port, watch_window=args.watch_window
     )

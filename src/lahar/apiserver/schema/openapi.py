@@ -121,8 +121,11 @@ def _operation(
         "x-kubernetes-group-version-kind": gvk or _gvk(r),
     }
     if action == "patch":
+        # kubectl's client-side apply computes a strategic merge patch only for kinds whose
+        # patch operation accepts it; the real server offers it for built-ins, never for CRDs.
+        types = _PATCH_TYPES if r.builtin else _PATCH_TYPES[:3]
         op["requestBody"] = {
-            "content": {t: {"schema": {"$ref": f"{REF}{META}.Patch"}} for t in _PATCH_TYPES},
+            "content": {t: {"schema": {"$ref": f"{REF}{META}.Patch"}} for t in types},
             "required": True,
         }
     elif action in ("post", "put"):

@@ -1,0 +1,338 @@
+"""Field sets: which fields of an object a manager owns, in Kubernetes' FieldsV1 form.
+
+Server-side apply records ownership as sets of field paths. A path is a tuple
+of path elements already spelled the FieldsV1 way: ``f:<name>`` for a field or
+map key, ``k:{"name":"c"}`` for the item of a map-list with those key values
+(keys sorted by name, compact JSON), ``v:<json>`` for an item of a set. A path
+in a set means that node is owned; when an owned node also has owned children,
+FieldsV1 marks the node itself with a ``.`` entry.
+
+This module turns objects into field sets (:func:`field_set`), compares two
+objects into added/removed/modified sets (:func:`compare`, the basis of
+conflicts and of ``Update`` ownership), removes owned fields from objects and
+converts sets to and from FieldsV1 and to the ``.spec.containers[name="c"]``
+strings used in conflict messages.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lahar.apiserver.errors import bad_request
+from lahar.apiserver.patch.lists import ListSemantics, ListType
+
+Path = tuple[str, ...]
+FieldSet = set[Path]
+
+
+class _Missing:
+    """Type of the absent-value marker (falsy, so ``lhs or rhs`` means "has content")."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+_MISSING: Any = _Missing()
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+def item_element(lt: ListType, item: Any, where: str = "") -> str | None:
+    """The path element of a list item: ``k:{..}`` for map-lists, ``v:..`` for sets."""
+    if lt.kind == "map":
+        if not isinstance(item, dict):
+            return None
+        key = lt.key_of(item)
+        if key is None:
+            return None
+        return "k:" + _dump(key)
+    if lt.kind == "set":
+        return "v:" + _dump(item)
+    return None
+
+
+def _require_element(lt: ListType, item: Any, index: int, where: str) -> str:
+    element = item_element(lt, item)
+    if element is None:
+        missing = [k for k in lt.keys if not isinstance(item, dict) or k not in item]
+        name = missing[0] if missing else lt.keys[0]
+        raise bad_request(
+            f"failed to create typed patch object: {where}: element {index}: associative list "
+            f'with keys has an element that omits key field "{name}" '
+            "(and doesn't have default value)"
+        )
+    return element
+
+
+def human_path(path: Path) -> str:
+    """``.spec.containers[name="c"].image``, the way conflict messages print a path."""
+    out = []
+    for element in path:
+        kind, _, rest = element.partition(":")
+        if kind == "f":
+            out.append("." + rest)
+        elif kind == "k":
+            values = json.loads(rest)
+            out.append("[" + ",".join(f"{k}={_dump(v)}" for k, v in values.items()) + "]")
+        elif kind == "v":
+            out.append(f"[={rest}]")
+        elif kind == "i":
+            out.append(f"[{rest}]")
+    return "".join(out)
+
+
+def _schema_path(path: Path) -> tuple[str, ...]:
+    return tuple(e[2:] for e in path if e.startswith("f:"))
+
+
+# ---------------------------------------------------------------------------
+# Objects to sets.
+
+
+def field_set(obj: Any, lists: ListSemantics, *, strict: bool = True) -> FieldSet:
+    """Every leaf, list item and map entry of ``obj`` (what an applier owns)."""
+    out: FieldSet = set()
+    _walk(obj, (), (), lists, out, strict)
+    return out
+
+
+def _walk(
+    value: Any,
+    fpath: Path,
+    spath: tuple[str, ...],
+    lists: ListSemantics,
+    out: FieldSet,
+    strict: bool,
+) -> None:
+    if isinstance(value, dict):
+        kind = lists.object_kind(spath)
+        if fpath and (kind == "atomic" or not value):
+            out.add(fpath)
+            return
+        for key, sub in value.items():
+            child = (*fpath, "f:" + key)
+            _walk(sub, child, (*spath, key), lists, out, strict)
+            if kind == "map":
+                out.add(child)
+    elif isinstance(value, list):
+        lt = lists.resolve(spath)
+        if lt.kind == "atomic" or not value:
+            out.add(fpath)
+            return
+        seen: set[str] = set()
+        for index, item in enumerate(value):
+            if strict:
+                element = _require_element(lt, item, index, human_path(fpath))
+            else:
+                element = item_element(lt, item)
+                if element is None:
+                    continue
+            if element in seen:
+                if strict:
+                    raise bad_request(
+                        f"failed to create typed patch object: {human_path(fpath)}: "
+                        f"duplicate entries for key {human_path((element,))}"
+                    )
+                continue
+            seen.add(element)
+            child = (*fpath, element)
+            _walk(item, child, spath, lists, out, strict)
+            out.add(child)
+    elif fpath:
+        out.add(fpath)
+
+
+# ---------------------------------------------------------------------------
+# Comparing two objects.
+
+
+@dataclass
+class Comparison:
+    added: FieldSet = field(default_factory=set)
+    removed: FieldSet = field(default_factory=set)
+    modified: FieldSet = field(default_factory=set)
+
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.modified)
+
+    def changed(self) -> FieldSet:
+        return self.added | self.modified
+
+
+def compare(old: Any, new: Any, lists: ListSemantics) -> Comparison:
+    """Fields added, removed and modified going from ``old`` to ``new``."""
+    result = Comparison()
+    _cmp(old, new, (), (), lists, result)
+    return result
+
+
+def _items(lt: ListType, value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(value, list):
+        for item in value:
+            element = item_element(lt, item)
+            if element is not None and element not in out:
+                out[element] = item
+    return out
+
+
+def _cmp(
+    lhs: Any, rhs: Any, fpath: Path, spath: tuple[str, ...], lists: ListSemantics, out: Comparison
+) -> None:
+    container = None
+    if isinstance(lhs, dict | _Missing) and isinstance(rhs, dict | _Missing):
+        container = "dict"
+    elif isinstance(lhs, list | _Missing) and isinstance(rhs, list | _Missing):
+        container = "list"
+    if container == "dict" and lists.object_kind(spath) != "atomic" and (lhs or rhs):
+        left = lhs if isinstance(lhs, dict) else {}
+        right = rhs if isinstance(rhs, dict) else {}
+        for key in {**left, **right}:
+            _cmp(
+                left.get(key, _MISSING),
+                right.get(key, _MISSING),
+                (*fpath, "f:" + key),
+                (*spath, key),
+                lists,
+                out,
+            )
+    elif container == "list" and lists.resolve(spath).kind != "atomic" and (lhs or rhs):
+        lt = lists.resolve(spath)
+        left_items, right_items = _items(lt, lhs), _items(lt, rhs)
+        for element in {**left_items, **right_items}:
+            _cmp(
+                left_items.get(element, _MISSING),
+                right_items.get(element, _MISSING),
+                (*fpath, element),
+                spath,
+                lists,
+                out,
+            )
+    else:
+        if not fpath:
+            return
+        if lhs is _MISSING:
+            out.added.add(fpath)
+        elif rhs is _MISSING:
+            out.removed.add(fpath)
+        elif lhs != rhs or type(lhs) is not type(rhs):
+            out.modified.add(fpath)
+        return
+    if fpath:
+        if lhs is _MISSING:
+            out.added.add(fpath)
+        elif rhs is _MISSING:
+            out.removed.add(fpath)
+
+
+# ---------------------------------------------------------------------------
+# Editing objects by path.
+
+
+def _find_item(items: list[Any], element: str, lt: ListType) -> int:
+    for index, item in enumerate(items):
+        if item_element(lt, item) == element:
+            return index
+    return -1
+
+
+def remove_paths(
+    obj: dict, paths: Iterable[Path], lists: ListSemantics, keep: FieldSet | None = None
+) -> dict:
+    """A copy of ``obj`` without the nodes at ``paths`` (and what they contain).
+
+    Maps and lists the removal leaves empty are dropped too, unless their own
+    path is in ``keep`` (someone owns them) or they are top-level fields.
+    """
+    out = copy.deepcopy(obj)
+    wanted = set(paths)
+    # Removing a node removes its children; removing a child first could erase
+    # the key that locates its list item, so only the topmost paths are used.
+    tops = [p for p in wanted if not any(p[:i] in wanted for i in range(1, len(p)))]
+    for path in sorted(tops, key=len, reverse=True):
+        _remove(out, path, lists, keep or set())
+    return out
+
+
+def _remove(root: dict, path: Path, lists: ListSemantics, keep: FieldSet) -> None:
+    chain: list[tuple[Any, Any]] = []  # (container, key-or-index) down to the target
+    node: Any = root
+    for depth, element in enumerate(path):
+        spath = _schema_path(path[:depth])
+        if element.startswith("f:") and isinstance(node, dict):
+            name = element[2:]
+            if name not in node:
+                return
+            chain.append((node, name))
+            node = node[name]
+        elif isinstance(node, list):
+            index = _find_item(node, element, lists.resolve(spath))
+            if index < 0:
+                return
+            chain.append((node, index))
+            node = node[index]
+        else:
+            return
+    depth = len(path)
+    while chain:
+        container, key = chain.pop()
+        del container[key]
+        depth -= 1
+        if container or depth <= 1 or path[:depth] in keep:
+            break
+
+
+# ---------------------------------------------------------------------------
+# FieldsV1.
+
+
+def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
+    """Encode a field set as a FieldsV1 object."""
+    tree: dict[str, Any] = {}
+    members: set[Path] = set()
+    for path in paths:
+        node = tree
+        for element in path:
+            node = node.setdefault(element, {})
+        members.add(path)
+
+    def finish(node: dict[str, Any], prefix: Path) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if node and prefix in members:
+            out["."] = {}
+        for element in sorted(node):
+            out[element] = finish(node[element], (*prefix, element))
+        return out
+
+    return finish(tree, ())
+
+
+def from_fields_v1(fields: Any) -> FieldSet:
+    """Decode a FieldsV1 object into a field set (malformed parts are skipped)."""
+    out: FieldSet = set()
+
+    def walk(node: Any, prefix: Path) -> None:
+        if not isinstance(node, dict):
+            return
+        if not node and prefix:
+            out.add(prefix)
+            return
+        for element, sub in node.items():
+            if element == ".":
+                if prefix:
+                    out.add(prefix)
+            else:
+                walk(sub, (*prefix, element))
+
+    walk(fields, ())
+    return out
+
+
+def under(path: Path, prefix: Path) -> bool:
+    return path[: len(prefix)] == prefix

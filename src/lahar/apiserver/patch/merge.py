@@ -1,0 +1,56 @@
+"""RFC 7386 JSON merge patch (``application/merge-patch+json``).
+
+Used by ``kubectl patch --type merge`` and by client-side ``kubectl apply`` on
+custom resources. Objects merge key by key, ``null`` deletes a key, anything
+else (lists included) replaces the target value whole. A patch that is not a
+JSON object would replace the whole resource with a non-object, which
+kube-apiserver then fails to decode: that is reported as the same 422.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from lahar.apiserver.errors import Cause, invalid
+
+_TYPE_META = (
+    'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
+    'Kind string "json:\\"kind,omitempty\\"" }'
+)
+
+
+def merge_values(target: Any, patch: Any) -> Any:
+    """The RFC 7386 MergePatch(target, patch) function; inputs are never mutated."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out: dict[str, Any] = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_values(out.get(key), value)
+    return out
+
+
+def apply_merge_patch(obj: dict, patch: object) -> dict:
+    """Apply a JSON merge patch to ``obj`` and return the patched copy."""
+    if not isinstance(patch, dict):
+        kind = "array" if isinstance(patch, list) else type(patch).__name__
+        if patch is None:
+            kind = "null"
+        elif isinstance(patch, str):
+            kind = "string"
+        elif isinstance(patch, bool):
+            kind = "bool"
+        elif isinstance(patch, int | float):
+            kind = "number"
+        text = json.dumps(patch, separators=(",", ":"))
+        message = (
+            f"Invalid value: {json.dumps(text)}: couldn't get version/kind; json parse error: "
+            f"json: cannot unmarshal {kind} into Go value of type {_TYPE_META}"
+        )
+        raise invalid("", "", [Cause("FieldValueInvalid", message, "patch")])
+    result = merge_values(obj, patch)
+    return copy.deepcopy(result)

@@ -1,0 +1,117 @@
+"""NodeTable: every node of a session as rows of NumPy arrays.
+
+This is the layout the vectorized kernels (``scheduler/kernels``) read. Row ``i`` is node
+``names[i]`` (``index[name] == i``); columns follow ``space`` (a ResourceSpace:
+``space.index["cpu"]`` etc., cpu in milli, memory in bytes, pods whole, scalars milli).
+
+* ``allocatable``: node ``status.allocatable``.
+* ``used``: Σ requests of every task placed on the node except pipelined ones
+  (releasing tasks included).
+* ``idle``: ``allocatable - used`` (may go negative when a snapshot is out of sync).
+* ``releasing``: Σ requests of releasing (being evicted or deleted) tasks.
+* ``pipelined``: Σ requests of tasks pipelined onto the node this session.
+* ``future``: ``idle + releasing - pipelined`` (Volcano's ``FutureIdle``), kept up to
+  date incrementally; :meth:`future_idle` returns it (read-only, do not mutate).
+* ``labels[i]`` (dict), ``taints[i]`` (list of taint dicts), ``unschedulable`` (bool,
+  ``spec.unschedulable``), ``ready`` (bool; Volcano treats every known node as ready, so
+  this is informational), ``objects[i]`` (the raw Node), ``tasks[i]`` (uid -> TaskInfo of
+  the tasks on the node, any on-node status).
+
+The arrays are mutated in place by the session's statements (allocate, pipeline, evict),
+so a kernel must not cache them across calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lahar.scheduler.api.resources import ResourceSpace, Vector
+from lahar.scheduler.api.task import TaskInfo, TaskStatus
+
+
+@dataclass(eq=False)
+class NodeTable:
+    space: ResourceSpace
+    names: list[str]
+    allocatable: np.ndarray
+    labels: list[dict[str, str]]
+    taints: list[list[dict[str, Any]]]
+    unschedulable: np.ndarray
+    ready: np.ndarray
+    objects: list[dict[str, Any]]
+    index: dict[str, int] = field(init=False)
+    used: np.ndarray = field(init=False)
+    idle: np.ndarray = field(init=False)
+    releasing: np.ndarray = field(init=False)
+    pipelined: np.ndarray = field(init=False)
+    future: np.ndarray = field(init=False)
+    tasks: list[dict[str, TaskInfo]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        n, r = len(self.names), self.space.size
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self.allocatable = np.asarray(self.allocatable, dtype=np.float64).reshape(n, r)
+        self.used = np.zeros((n, r))
+        self.idle = self.allocatable.copy()
+        self.releasing = np.zeros((n, r))
+        self.pipelined = np.zeros((n, r))
+        self.future = self.allocatable.copy()
+        self.tasks = [{} for _ in range(n)]
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
+    @property
+    def resource_index(self) -> dict[str, int]:
+        return self.space.index
+
+    def future_idle(self) -> np.ndarray:
+        return self.future
+
+    def future_idle_of(self, i: int) -> Vector:
+        return self.future[i].copy()
+
+    def total_allocatable(self) -> Vector:
+        return self.allocatable.sum(axis=0) if self.size else self.space.zeros()
+
+    # --- accounting, in Volcano's NodeInfo.AddTask / RemoveTask terms ----------------
+
+    def add_task(self, i: int, task: TaskInfo) -> None:
+        req = task.resreq
+        if task.status != TaskStatus.RELEASING:
+            self.future[i] -= req
+        if task.status == TaskStatus.PIPELINED:
+            self.pipelined[i] += req
+        else:
+            if task.status == TaskStatus.RELEASING:
+                self.releasing[i] += req
+            self.idle[i] -= req
+            self.used[i] += req
+        self.tasks[i][task.uid] = task
+        task.node_index = i
+        task.node = self.names[i]
+
+    def remove_task(self, i: int, task: TaskInfo) -> None:
+        req = task.resreq
+        if task.status != TaskStatus.RELEASING:
+            self.future[i] += req
+        if task.status == TaskStatus.PIPELINED:
+            self.pipelined[i] -= req
+        else:
+            if task.status == TaskStatus.RELEASING:
+                self.releasing[i] -= req
+            self.idle[i] += req
+            self.used[i] -= req
+        self.tasks[i].pop(task.uid, None)
+
+    def update_task(self, i: int, task: TaskInfo, old: TaskStatus) -> None:
+        """Re-account a task whose status changed from ``old`` (still on node ``i``)."""
+        new = task.status
+        task.status = old
+        self.remove_task(i, task)
+        task.status = new
+        self.add_task(i, task)
