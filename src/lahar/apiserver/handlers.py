@@ -35,7 +35,9 @@ def wants_table(accept: str) -> bool:
 def _warnings(warnings: list[str]) -> dict[str, str]:
     if not warnings:
         return {}
-    return {"Warning": ", ".join('299 - "' + w.replace('"', '\\"') + '"' for w in warnings)}
+    # Header values are Latin-1 on the wire; escape anything else (field names can be any text).
+    text = ", ".join('299 - "' + w.replace('"', '\\"') + '"' for w in warnings)
+    return {"Warning": text.encode("ascii", "backslashreplace").decode("ascii")}
 
 
 def _table(rt: ResourceType, objects: list[Obj], request: Request) -> dict[str, Any]:

@@ -158,7 +158,9 @@ class ObjectService:
             obj = structural.prune(obj, schema)
         return obj, warnings
 
-    def _default(self, rt: ResourceType, obj: Obj, old: Obj | None = None, subresource: str = "") -> Obj:
+    def _default(
+        self, rt: ResourceType, obj: Obj, old: Obj | None = None, subresource: str = ""
+    ) -> Obj:
         if rt.builtin:
             return builtins.default(obj, rt, self._ctx, old=old, subresource=subresource)
         if rt.schema:
@@ -270,7 +272,11 @@ class ObjectService:
             meta(obj)["managedFields"] = applied_fields
         else:
             meta(obj)["managedFields"] = patch.record_update(
-                None, obj, manager=_manager(opts), lists=self._lists(rt), now=now_rfc3339(),
+                None,
+                obj,
+                manager=_manager(opts),
+                lists=self._lists(rt),
+                now=now_rfc3339(),
                 status_subresource=rt.has_status,
             )
         if opts.dry_run:
@@ -308,7 +314,9 @@ class ObjectService:
     def _merge_subresource(self, rt: ResourceType, old: Obj, new: Obj, subresource: str) -> Obj:
         if subresource == "finalize":  # a namespace's spec.finalizers, written by its finaliser
             merged = copy.deepcopy(old)
-            merged.setdefault("spec", {})["finalizers"] = (new.get("spec") or {}).get("finalizers") or []
+            merged.setdefault("spec", {})["finalizers"] = (new.get("spec") or {}).get(
+                "finalizers"
+            ) or []
             return merged
         if subresource == "status":
             merged = copy.deepcopy(old)
@@ -382,7 +390,8 @@ class ObjectService:
                 manager=_manager(opts),
                 lists=self._lists(rt),
                 now=now_rfc3339(),
-                subresource=opts.subresource, status_subresource=rt.has_status,
+                subresource=opts.subresource,
+                status_subresource=rt.has_status,
             )
         key = self.storage_key(rt)
         if expected_rv is not None and str(expected_rv) != om.get("resourceVersion"):

@@ -43,7 +43,7 @@ Subscriber = Callable[[builtins.list["WatchEvent"]], None]
 # are passed through to a (missing) default hook, so orjson rejects them.
 _DUMPS_OPTS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 _DUMPS_OPTS |= orjson.OPT_PASSTHROUGH_SUBCLASS
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2
 _SCHEMA = f"""
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
@@ -51,7 +51,7 @@ BEGIN IMMEDIATE;
 CREATE TABLE IF NOT EXISTS objects (gr TEXT NOT NULL, ns TEXT NOT NULL, name TEXT NOT NULL,
     rv INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (gr, ns, name)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (rv INTEGER PRIMARY KEY, type TEXT NOT NULL,
-    gr TEXT NOT NULL, ns TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL);
+    gr TEXT NOT NULL, ns TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, prev BLOB);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta (key, value) VALUES ('compacted', 0);
 PRAGMA user_version = {_SCHEMA_VERSION};
@@ -97,6 +97,9 @@ class WatchEvent:
     name: str
     rv: int
     object: dict[str, Any]
+    # The object before a MODIFIED change (None otherwise): filtered watches need it to
+    # tell an object that stopped matching (DELETED) from one that never matched.
+    prev: dict[str, Any] | None = None
 
 
 class Store:
@@ -342,10 +345,13 @@ class Store:
             if rv < self._compacted:
                 raise Expired(f"too old resource version: {rv} (oldest is {self._compacted})")
             rows = self._db.execute(
-                f"SELECT rv, type, gr, ns, name, data FROM events WHERE {where} ORDER BY rv",
+                f"SELECT rv, type, gr, ns, name, data, prev FROM events WHERE {where} ORDER BY rv",
                 params,
             ).fetchall()
-        return [WatchEvent(t, g, ns, n, r, orjson.loads(d)) for r, t, g, ns, n, d in rows]
+        return [
+            WatchEvent(t, g, ns, n, r, orjson.loads(d), orjson.loads(p) if p else None)
+            for r, t, g, ns, n, d, p in rows
+        ]
 
     # -- writes ------------------------------------------------------------------------
 
@@ -370,6 +376,10 @@ class Store:
         with self.transaction():
             rv = self._rv + 1
             namespace, name, data = _encode(gr, obj, rv)
+            before = self._db.execute(
+                "SELECT data FROM objects WHERE gr = ? AND ns = ? AND name = ?",
+                (gr, namespace, name),
+            ).fetchone()
             cur = self._db.execute(
                 "UPDATE objects SET rv = ?, data = ? WHERE gr = ? AND ns = ? AND name = ?"
                 " AND (?6 IS NULL OR rv = ?6)",
@@ -377,7 +387,7 @@ class Store:
             )
             if cur.rowcount != 1:
                 self._raise_missing_or_conflict(gr, namespace, name, expected_rv)
-            return self._record("MODIFIED", gr, namespace, name, rv, data)
+            return self._record("MODIFIED", gr, namespace, name, rv, data, before[0])
 
     def delete(
         self, gr: str, namespace: str, name: str, *, expected_rv: int | None = None
@@ -411,16 +421,33 @@ class Store:
         )
 
     def _record(
-        self, type_: EventType, gr: str, namespace: str, name: str, rv: int, data: bytes
+        self,
+        type_: EventType,
+        gr: str,
+        namespace: str,
+        name: str,
+        rv: int,
+        data: bytes,
+        prev: bytes | None = None,
     ) -> dict[str, Any]:
         """Append the event row for a write at ``rv`` and claim the RV. Caller holds a txn."""
         self._db.execute(
-            "INSERT INTO events (rv, type, gr, ns, name, data) VALUES (?, ?, ?, ?, ?, ?)",
-            (rv, type_, gr, namespace, name, data),
+            "INSERT INTO events (rv, type, gr, ns, name, data, prev) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (rv, type_, gr, namespace, name, data, prev),
         )
         self._rv = rv
         # Two decodes: the caller and the watchers each get their own object.
-        self._pending.append(WatchEvent(type_, gr, namespace, name, rv, orjson.loads(data)))
+        self._pending.append(
+            WatchEvent(
+                type_,
+                gr,
+                namespace,
+                name,
+                rv,
+                orjson.loads(data),
+                orjson.loads(prev) if prev is not None else None,
+            )
+        )
         return orjson.loads(data)
 
 

@@ -157,22 +157,25 @@ async def serve(state: ServerState, request: Request, route: Route, as_table: bo
 def _filter(
     ev: storemod.WatchEvent, matches: Any, present: set[tuple[str, str]] | None
 ) -> tuple[str, Obj] | None:
+    """What a filtered watcher sees of one change, as the real watch cache decides it:
+    an object that starts matching is ADDED, one that stops matching is DELETED."""
     if present is None:
         return ev.type, ev.object
     key = (ev.namespace, ev.name)
-    ok = matches(ev.object)
+    now_ok = matches(ev.object)
+    if ev.type == "ADDED":
+        if now_ok:
+            present.add(key)
+            return "ADDED", ev.object
+        return None
     if ev.type == "DELETED":
-        if key in present or ok:
+        if now_ok or key in present:
             present.discard(key)
             return "DELETED", ev.object
         return None
-    if ok:
-        kind = "MODIFIED" if key in present or ev.type == "MODIFIED" else "ADDED"
-        if ev.type == "ADDED":
-            kind = "ADDED"
+    was_ok = matches(ev.prev) if ev.prev is not None else key in present
+    if now_ok:
         present.add(key)
-        return kind, ev.object
-    if key in present:
-        present.discard(key)
-        return "DELETED", ev.object
-    return None
+        return ("MODIFIED" if was_ok else "ADDED"), ev.object
+    present.discard(key)
+    return ("DELETED", ev.object) if was_ok else None
