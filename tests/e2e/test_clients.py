@@ -4,6 +4,7 @@ and the official kubernetes client; and the 409 race between two updaters."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 
 import kubernetes
@@ -103,7 +104,9 @@ def test_unauthorized_without_token(fresh_apiserver: Cluster) -> None:
     import httpx2
 
     url = fresh_apiserver.server_url()
-    with httpx2.Client(verify=str(fresh_apiserver.ca_file())) as http:
+    with httpx2.Client(
+        verify=ssl.create_default_context(cafile=str(fresh_apiserver.ca_file()))
+    ) as http:
         r = http.get(f"{url}/api/v1/namespaces")
         assert r.status_code == 401 and r.json()["reason"] == "Unauthorized"
         r = http.get(f"{url}/api/v1/namespaces", headers={"Authorization": "Bearer wrong"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import ssl
 import subprocess
 import threading
 import time
@@ -16,7 +17,7 @@ from tests.e2e.cluster import Cluster
 def _http(cluster: Cluster) -> httpx2.Client:
     return httpx2.Client(
         base_url=cluster.server_url(),
-        verify=str(cluster.ca_file()),
+        verify=ssl.create_default_context(cafile=str(cluster.ca_file())),
         headers={"Authorization": f"Bearer {cluster.token()}"},
         timeout=10,
     )

@@ -81,9 +81,10 @@ def test_sample_applies_unchanged(cluster: Cluster, path) -> None:
                 )
             ),
         )
-        versions = lambda lst: {
-            i["metadata"]["name"]: i["metadata"]["resourceVersion"] for i in lst["items"]
-        }  # noqa: E731
+
+        def versions(lst: dict) -> dict[str, str]:
+            return {i["metadata"]["name"]: i["metadata"]["resourceVersion"] for i in lst["items"]}
+
         assert versions(after) == versions(before)
 
 
