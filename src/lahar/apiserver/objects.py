@@ -11,12 +11,11 @@ goes. Deletion itself (grace periods, propagation) lives in ``deletion.py``.
 from __future__ import annotations
 
 import copy
-import ipaddress
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from lahar.apiserver import builtins, patch
+from lahar.apiserver import builtins, lookups, patch
 from lahar.apiserver import store as storemod
 from lahar.apiserver.admission import AdmissionChain, AdmissionRequest
 from lahar.apiserver.errors import (
@@ -65,23 +64,6 @@ def _manager(opts: WriteOptions) -> str:
     return agent or "unknown"
 
 
-class ClusterIPAllocator:
-    """Hands out Service cluster IPs from 10.96.0.0/12, skipping ones in use."""
-
-    def __init__(self, store: storemod.Store) -> None:
-        self._store = store
-        self._net = ipaddress.ip_network("10.96.0.0/12")
-        self._next = 10
-
-    def __call__(self) -> str:
-        used = {(s.get("spec") or {}).get("clusterIP") for s in self._store.list("services")[0]}
-        while True:
-            self._next += 1
-            ip = str(self._net.network_address + self._next)
-            if ip not in used:
-                return ip
-
-
 class ObjectService:
     def __init__(
         self, store: storemod.Store, registry: Registry, admission: AdmissionChain
@@ -89,11 +71,7 @@ class ObjectService:
         self.store = store
         self.registry = registry
         self.admission = admission
-        self._ctx = builtins.DefaultContext(
-            allocate_cluster_ip=ClusterIPAllocator(store),
-            priority_of=self._priority_of,
-            default_priority_class=self._default_priority_class,
-        )
+        self._ctx = lookups.default_context(store)
 
     # ---- reads -------------------------------------------------------------------
 
@@ -113,22 +91,6 @@ class ObjectService:
             obj = {**obj, "apiVersion": rt.api_version}
         obj.setdefault("kind", rt.kind)
         return obj
-
-    def _priority_of(self, name: str) -> tuple[int, str] | None:
-        pc = self.store.get("priorityclasses.scheduling.k8s.io", "", name)
-        if pc is None:
-            return None
-        return int(pc.get("value", 0)), pc.get("preemptionPolicy") or "PreemptLowerPriority"
-
-    def _default_priority_class(self) -> tuple[str, int, str] | None:
-        for pc in self.store.list("priorityclasses.scheduling.k8s.io")[0]:
-            if pc.get("globalDefault"):
-                return (
-                    meta(pc)["name"],
-                    int(pc.get("value", 0)),
-                    pc.get("preemptionPolicy") or "PreemptLowerPriority",
-                )
-        return None
 
     # ---- the shared preparation of a candidate object ----------------------------
 
@@ -425,7 +387,7 @@ class ObjectService:
             raise conflict(rt.plural, name, rt.group) from None
         return WriteResult(self.present(rt, stored), warnings=warnings)
 
-    # ---- patch -------------------------------------------------------------------
+    # ---- patch and apply (patching.py) ----------------------------------------------
 
     def patch(
         self,
@@ -436,80 +398,6 @@ class ObjectService:
         content_type: str,
         opts: WriteOptions,
     ) -> WriteResult:
-        key = self.storage_key(rt)
-        ns = namespace if rt.namespaced else ""
-        old = self.store.get(key, ns, name)
-        if content_type == "application/apply-patch+yaml":
-            return self._apply(rt, namespace, name, old, body, opts)
-        if old is None:
-            raise not_found(rt.plural, name, rt.group)
-        live = self.present(rt, copy.deepcopy(old))
-        if content_type == "application/json-patch+json":
-            new = patch.apply_json_patch(live, body)
-        elif content_type == "application/merge-patch+json":
-            new = patch.apply_merge_patch(live, body)
-        elif content_type == "application/strategic-merge-patch+json":
-            if not rt.builtin:
-                raise APIError(
-                    415,
-                    "UnsupportedMediaType",
-                    f"strategic merge patch is not supported for {rt.group_resource}; use merge or json patch",
-                )
-            new = patch.apply_strategic_merge_patch(live, body, self._lists(rt))
-        else:
-            raise APIError(
-                415,
-                "UnsupportedMediaType",
-                f"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {content_type}",
-            )
-        if not isinstance(new, dict):
-            raise bad_request("the patched object is not an object")
-        new_rv = meta(new).get("resourceVersion")
-        expected = None
-        if new_rv != om_rv(old):
-            if new_rv in (None, ""):
-                meta(new)["resourceVersion"] = om_rv(old)
-            elif not str(new_rv).isdigit():
-                raise bad_request(f"invalid resourceVersion {new_rv!r}")
-            else:
-                expected = int(new_rv)
-        return self._write(rt, namespace, name, old, new, opts, expected, "Update")
+        from lahar.apiserver.patching import patch_object
 
-    def _apply(
-        self,
-        rt: ResourceType,
-        namespace: str,
-        name: str,
-        old: Obj | None,
-        body: Any,
-        opts: WriteOptions,
-    ) -> WriteResult:
-        if not opts.field_manager:
-            raise bad_request("PATCH, application/apply-patch+yaml requires fieldManager to be set")
-        config = self._check_type(rt, body)
-        if meta(config).get("name") not in (None, name):
-            raise bad_request("the name of the object does not match the name on the URL")
-        meta(config)["name"] = name
-        self._namespace(rt, config, namespace)
-        lists = self._lists(rt)
-        live = None if old is None else self.present(rt, copy.deepcopy(old))
-        result = patch.server_side_apply(
-            live,
-            config,
-            manager=opts.field_manager,
-            force=opts.force,
-            lists=lists,
-            now=now_rfc3339(),
-            subresource=opts.subresource,
-            status_subresource=rt.has_status,
-        )
-        applied = WriteOptions(**{**opts.__dict__, "operation": "Apply"})
-        if old is None:
-            if opts.subresource:
-                raise not_found(rt.plural, name, rt.group)
-            return self.create(rt, namespace, result, applied)
-        return self._write(rt, namespace, name, old, result, applied, None, "Apply")
-
-
-def om_rv(obj: Obj) -> str | None:
-    return (obj.get("metadata") or {}).get("resourceVersion")
+        return patch_object(self, rt, namespace, name, body, content_type, opts)
