@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from urllib.parse import quote
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx2
 import pytest
