@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
+import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,17 @@ def new_server(data_dir: Path, **kwargs: Any) -> APIServer:
     server = APIServer(data_dir, port=0, **kwargs)
     server.state.bookmark_interval = 0.2
     return server
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A private temp dir, removed when the test ends (pass or fail): the API server's
+    data dirs live here, and nothing a test writes may outlive it."""
+    path = Path(tempfile.mkdtemp(prefix="lahar-kube-test-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

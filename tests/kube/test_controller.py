@@ -13,7 +13,7 @@ import lightkube
 import pytest
 
 from lahar.kube import rest
-from lahar.kube.controller import Controller, controller_owner
+from lahar.kube.controller import Controller, controller_owner, generation_changed
 from lahar.kube.factory import InformerFactory
 from lahar.kube.informer import Backoff
 from lahar.kube.metrics import ControllerMetrics
@@ -268,3 +268,44 @@ async def test_reconciler_logger_carries_the_key(
     rec = next(r for r in caplog.records if r.name == "lahar.test")
     assert (rec.controller, rec.namespace, rec.key) == ("logs", "default", "default/x")
     assert "default/x" in rec.getMessage()
+
+
+async def test_predicates_filter_events(client: lightkube.AsyncClient) -> None:
+    seen: list[str] = []
+
+    async def reconcile(req: Request) -> Result:
+        seen.append(req.name)
+        return Result()
+
+    ctrl = Controller("pred", reconcile, InformerFactory(client)).for_(
+        CONFIGMAPS,
+        predicate=lambda o: not o["metadata"]["name"].startswith("skip"),
+        update_predicate=lambda old, new: old.get("data") != new.get("data"),
+    )
+    await create_cm(client, "keep")
+    await create_cm(client, "skip-me")
+    async with run(ctrl):
+        await eventually(lambda: seen == ["keep"])
+        await rest.request(
+            client,
+            "PATCH",
+            CONFIGMAPS.path("default", "keep"),
+            body={"metadata": {"labels": {"a": "b"}}},
+            content_type="application/merge-patch+json",
+        )
+        await asyncio.sleep(0.2)
+        assert seen == ["keep"]  # a label change does not pass the update predicate
+        await rest.request(
+            client,
+            "PATCH",
+            CONFIGMAPS.path("default", "keep"),
+            body={"data": {"v": "new"}},
+            content_type="application/merge-patch+json",
+        )
+        await eventually(lambda: seen == ["keep", "keep"])
+
+
+def test_generation_changed() -> None:
+    old = {"metadata": {"generation": 1}}
+    assert not generation_changed(old, {"metadata": {"generation": 1}})
+    assert generation_changed(old, {"metadata": {"generation": 2}})

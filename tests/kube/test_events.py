@@ -117,3 +117,24 @@ async def test_bad_type_is_refused_and_failures_do_not_raise(client: lightkube.A
         assert rec.dropped == 1
     finally:
         await rec.close()
+
+
+async def test_spam_filter_limits_one_object(client: lightkube.AsyncClient) -> None:
+    cm = await create_cm(client, "noisy")
+    quiet = await create_cm(client, "quiet")
+    now = [0.0]
+    rec = EventRecorder(client, "c", spam_burst=5, spam_qps=1 / 300, clock=lambda: now[0])
+    try:
+        for i in range(8):
+            rec.normal(cm, "Tick", f"tick {i}")
+        rec.normal(quiet, "Tick", "tick")  # other objects have their own budget
+        await rec.flush()
+        names = sorted(e["involvedObject"]["name"] for e in await events_of(client))
+        assert names == ["noisy"] * 5 + ["quiet"] and rec.filtered == 3
+        now[0] += 300  # one token back
+        rec.normal(cm, "Tick", "again")
+        rec.normal(cm, "Tick", "and again")
+        await rec.flush()
+        assert len(await events_of(client)) == 7 and rec.filtered == 4
+    finally:
+        await rec.close()

@@ -132,6 +132,16 @@ async def test_label_selector_informer(client: lightkube.AsyncClient) -> None:
         await eventually(lambda: len(inf.cache) == 2)
         await asyncio.sleep(0.1)
         assert sorted(o["metadata"]["name"] for o in inf.cache) == ["yes", "yes2"]
+        # leaving the selection is a delete for this informer, entering it an add
+        for name, app in (("yes", "y"), ("no", "x")):
+            await rest.request(
+                client,
+                "PATCH",
+                CONFIGMAPS.path("default", name),
+                body={"metadata": {"labels": {"app": app}}},
+                content_type="application/merge-patch+json",
+            )
+        await eventually(lambda: sorted(o["metadata"]["name"] for o in inf.cache) == ["no", "yes2"])
 
 
 async def test_bookmarks_keep_the_resource_version_fresh(client: lightkube.AsyncClient) -> None:
@@ -326,3 +336,38 @@ async def test_recreated_object_is_a_delete_and_an_add(tmp_path: Path) -> None:
     finally:
         await c.close()
         await server.close()
+
+
+async def test_watch_ended_by_the_server_resumes_without_duplicates(
+    client: lightkube.AsyncClient,
+) -> None:
+    """timeoutSeconds=1: the server ends each watch; the informer watches again from
+    its last version, without a relist and without replaying anything."""
+    await create_cm(client, "a")
+    inf = Informer(client, CONFIGMAPS, watch_timeout=1, backoff=FAST)
+    log = EventLog(inf)
+    async with running(inf):
+        await inf.wait_for_sync(10)
+        for i in range(5):
+            await patch_cm(client, "a", str(i + 1))
+            await create_cm(client, f"n{i}")
+            await asyncio.sleep(0.5)
+        await delete_cm(client, "n0")
+        await eventually(lambda: len(inf.cache) == 5)
+        await asyncio.sleep(0.3)
+    assert inf.watches >= 3 and inf.lists == 1
+    log.check()
+    assert len(log.of("UPDATE")) == 5 and log.of("DELETE") == ["default/n0"]
+
+
+async def test_resync_redelivers_the_cache(client: lightkube.AsyncClient) -> None:
+    await create_cm(client, "a")
+    await create_cm(client, "b")
+    inf = Informer(client, CONFIGMAPS, backoff=FAST, resync_period=0.2)
+    resynced: list[str] = []
+    inf.add_handler(
+        on_update=lambda old, new: resynced.append(new["metadata"]["name"]) if old is new else None
+    )
+    async with running(inf):
+        await eventually(lambda: resynced.count("a") >= 2 and resynced.count("b") >= 2)
+    assert inf.lists == 1

@@ -127,9 +127,9 @@ async def test_leader_that_cannot_renew_stops_before_another_takes_over(
             await asyncio.wait_for(a.task, 5)
         await eventually(lambda: bool(b.started), timeout=5)
         # a stopped within its renew deadline (measured from its last renew, before the cut)
-        assert a.stopped[0] - cut <= 0.6 + 0.15
+        assert a.stopped[0] - cut <= 0.6 + 0.4
         assert a.work_cancelled[0] <= a.stopped[0] < b.started[0]
-        assert b.started[0] - cut >= 1.0 - 0.1 - 0.05  # b waited out the lease
+        assert b.started[0] - cut >= 0.6  # b waited out the lease (1 s since the last renew)
     finally:
         gate.open.set()
         await a.cancel()

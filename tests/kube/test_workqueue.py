@@ -95,18 +95,18 @@ async def test_add_after_delays_and_keeps_the_earliest() -> None:
     q: WorkQueue[str] = WorkQueue("t")
     loop = asyncio.get_running_loop()
     start = loop.time()
-    q.add_after("a", 0.3)
+    q.add_after("a", 0.6)
     q.add_after("a", 0.15)  # earlier: wins
-    q.add_after("a", 0.5)  # later: ignored
+    q.add_after("a", 1.0)  # later: ignored
     q.add_after("b", 0.05)
     assert len(q) == 0 and q.waiting == 2
     assert await asyncio.wait_for(q.get(), 2) == "b"
     assert await asyncio.wait_for(q.get(), 2) == "a"
     took = loop.time() - start
-    assert 0.14 <= took < 0.3, took
+    assert 0.14 <= took < 0.55, took
     q.done("a")
     q.done("b")
-    await asyncio.sleep(0.45)
+    await asyncio.sleep(1.0)
     assert len(q) == 0  # the superseded times did not fire again
 
 
@@ -125,7 +125,7 @@ async def test_rate_limited_retries_back_off_exponentially() -> None:
     q.done(key)
     expected = [0.02, 0.04, 0.08, 0.16]
     for gap, want in zip(gaps, expected, strict=True):
-        assert want * 0.9 <= gap < want + 0.15, (gaps, expected)
+        assert want * 0.9 <= gap < want + 0.3, (gaps, expected)
     assert q.num_requeues("k") == 4
     q.forget("k")
     assert q.num_requeues("k") == 0

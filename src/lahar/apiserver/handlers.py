@@ -221,7 +221,7 @@ def list_objects(
         list_meta["resourceVersion"] = str(rv)
         if cursor is not None and limit:
             list_meta["continue"] = _encode_continue(rv, *cursor)
-            remaining = state.store.count(key, ns) - _position(state, key, ns, cursor)
+            remaining = state.store.count(key, ns, after=cursor)
             if not labels and not fields and remaining > 0:
                 list_meta["remainingItemCount"] = remaining
             elif remaining <= 0:
@@ -236,12 +236,3 @@ def list_objects(
         "metadata": list_meta,
         "items": items,
     }
-
-
-def _position(state: ServerState, key: str, ns: str | None, cursor: tuple[str, str]) -> int:
-    """How many objects sort at or before the cursor (for remainingItemCount)."""
-    return sum(
-        1
-        for o in state.store.list(key, ns)[0]
-        if (meta(o).get("namespace", "") or "", meta(o)["name"]) <= cursor
-    )

@@ -323,8 +323,14 @@ class Store:
         cursor = (rows[limit - 1][0], rows[limit - 1][1]) if len(rows) > limit else None
         return [orjson.loads(r[2]) for r in rows[:limit]], rv, cursor
 
-    def count(self, gr: str, namespace: str | None = None) -> int:
+    def count(
+        self, gr: str, namespace: str | None = None, *, after: tuple[str, str] | None = None
+    ) -> int:
+        """How many objects (of a namespace; sorting after ``after``, if given) there are."""
         where, params = _where(gr, namespace)
+        if after is not None:
+            where += " AND (ns, name) > (?, ?)"
+            params = (*params, *after)
         with self._lock:
             self._check_open()
             return self._scalar(f"SELECT count(*) FROM objects WHERE {where}", params)

@@ -68,8 +68,8 @@ async def serve(state: ServerState, request: Request, route: Route, as_table: bo
         initial = [o for o in initial if matches(o)]
     else:
         since, initial = int(rv_text), []
-        if since < state.store.oldest_rv() - 1:
-            raise expired(f"too old resource version: {since} ({state.store.oldest_rv() - 1})")
+        if since < state.store.oldest_rv():
+            raise expired(f"too old resource version: {since} ({state.store.oldest_rv()})")
 
     def encode(event_type: str, obj: Obj) -> bytes:
         obj = state.objects.present(rt, obj)

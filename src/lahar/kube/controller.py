@@ -8,6 +8,10 @@ Wiring says which changes matter to the reconciler and which object each one nam
   RayCluster is reconciled when one of its pods changes;
 * ``watches(kind, mapper)``: a change queues whatever ``mapper(obj)`` returns.
 
+Each takes an optional ``predicate(obj)`` (events whose object fails it are dropped)
+and ``update_predicate(old, new)`` (updates that fail it are dropped; see
+:func:`generation_changed`).
+
 Workers take requests from the queue (never two at once for one key, see
 :mod:`lahar.kube.workqueue`) and call the reconciler. The outcome decides what
 happens next: success forgets the key's backoff; an exception retries with backoff;
@@ -35,12 +39,26 @@ from lahar.kube.reconcile import key_fields as _key_fields
 from lahar.kube.resource import Resource, as_resource
 from lahar.kube.workqueue import ShutDown, WorkQueue
 
-__all__ = ["Controller", "Mapper", "Predicate", "controller_owner"]
+__all__ = [
+    "Controller",
+    "Mapper",
+    "Predicate",
+    "UpdatePredicate",
+    "controller_owner",
+    "generation_changed",
+]
 
 log = logging.getLogger("lahar.kube.controller")
 Obj = dict[str, Any]
 Mapper = Callable[[Obj], Iterable[Request]]
 Predicate = Callable[[Obj], bool]
+UpdatePredicate = Callable[[Obj, Obj], bool]
+
+
+def generation_changed(old: Obj, new: Obj) -> bool:
+    """An update predicate: only spec changes (``metadata.generation``) count, not
+    status or metadata writes (the controller's own status updates, say)."""
+    return old["metadata"].get("generation") != new["metadata"].get("generation")
 
 
 def controller_owner(obj: Obj, owner: Resource) -> Request | None:
@@ -97,6 +115,7 @@ class Controller:
         kind: Resource | type[Any],
         *,
         predicate: Predicate | None = None,
+        update_predicate: UpdatePredicate | None = None,
         **informer_options: Any,
     ) -> Self:
         """Reconcile objects of ``kind`` (the primary kind) when they change."""
@@ -104,13 +123,14 @@ class Controller:
             raise ValueError(f"controller {self.name} already reconciles {self._primary}")
         self._primary = as_resource(kind)
         informer = self.informers.informer(self._primary, **informer_options)
-        return self._watch(informer, lambda obj: (Request.of(obj),), predicate)
+        return self._watch(informer, lambda obj: (Request.of(obj),), predicate, update_predicate)
 
     def owns(
         self,
         kind: Resource | type[Any],
         *,
         predicate: Predicate | None = None,
+        update_predicate: UpdatePredicate | None = None,
         **informer_options: Any,
     ) -> Self:
         """Reconcile the controller owner (of the primary kind) of ``kind`` objects."""
@@ -121,7 +141,8 @@ class Controller:
             req = controller_owner(obj, self._primary)
             return (req,) if req is not None else ()
 
-        return self._watch(self.informers.informer(kind, **informer_options), owner, predicate)
+        informer = self.informers.informer(kind, **informer_options)
+        return self._watch(informer, owner, predicate, update_predicate)
 
     def watches(
         self,
@@ -129,17 +150,25 @@ class Controller:
         mapper: Mapper,
         *,
         predicate: Predicate | None = None,
+        update_predicate: UpdatePredicate | None = None,
         **informer_options: Any,
     ) -> Self:
         """Reconcile the requests ``mapper`` derives from changed ``kind`` objects."""
-        return self._watch(self.informers.informer(kind, **informer_options), mapper, predicate)
+        informer = self.informers.informer(kind, **informer_options)
+        return self._watch(informer, mapper, predicate, update_predicate)
 
     # controller-runtime's builder spelling
     For = for_
     Owns = owns
     Watches = watches
 
-    def _watch(self, informer: Informer, mapper: Mapper, predicate: Predicate | None) -> Self:
+    def _watch(
+        self,
+        informer: Informer,
+        mapper: Mapper,
+        predicate: Predicate | None,
+        update_predicate: UpdatePredicate | None,
+    ) -> Self:
         queue = self.queue
 
         def enqueue(obj: Obj) -> None:
@@ -148,6 +177,8 @@ class Controller:
                     queue.add(req)
 
         def update(old: Obj, new: Obj) -> None:
+            if update_predicate is not None and not update_predicate(old, new):
+                return
             if predicate is None or predicate(new):
                 for req in {*mapper(old), *mapper(new)}:
                     queue.add(req)

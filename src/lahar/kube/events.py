@@ -8,6 +8,10 @@ one recorded in the last ten minutes updates that Event instead (``count`` + 1 a
 new ``lastTimestamp``, one PATCH) rather than creating another, like client-go's
 event correlator.
 
+A second limit keeps one object from flooding the server through patches: each
+(source, object) pair has a token bucket of 25 events refilled at one per five
+minutes, as in client-go's spam filter; events beyond it are dropped.
+
 Recording never blocks and never fails the caller: :meth:`EventRecorder.event` puts
 the event on a bounded queue that a background task writes out (dropping, with a
 log line, when the queue is full or the server refuses). ``await flush()`` waits
@@ -40,6 +44,8 @@ EVENTS = Resource("", "v1", "events", "Event")
 NORMAL = "Normal"
 WARNING = "Warning"
 AGGREGATION_WINDOW = 600.0
+SPAM_BURST = 25
+SPAM_QPS = 1 / 300
 
 
 def _now() -> str:
@@ -86,6 +92,8 @@ class EventRecorder:
         window: float = AGGREGATION_WINDOW,
         max_keys: int = 4096,
         queue_size: int = 1000,
+        spam_burst: int = SPAM_BURST,
+        spam_qps: float = SPAM_QPS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
@@ -96,6 +104,10 @@ class EventRecorder:
         self.max_keys = max_keys
         self._clock = clock
         self._recorded: OrderedDict[_Key, _Recorded] = OrderedDict()
+        self.spam_burst = spam_burst
+        self.spam_qps = spam_qps
+        self._buckets: OrderedDict[_Key, tuple[float, float]] = OrderedDict()  # tokens, time
+        self.filtered = 0  # events dropped by the spam filter
         self._queue: asyncio.Queue[tuple[dict[str, str], str, str, str]] = asyncio.Queue(queue_size)
         self._task: asyncio.Task[None] | None = None
         self._seq = itertools.count()
@@ -108,6 +120,9 @@ class EventRecorder:
         if type not in (NORMAL, WARNING):
             raise ValueError(f"event type must be Normal or Warning, not {type!r}")
         ref = object_reference(obj)
+        if not self._allow(ref):
+            self.filtered += 1
+            return
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._drain(), name=f"events {self.component}")
         try:
@@ -117,6 +132,20 @@ class EventRecorder:
             log.warning(
                 "event queue full; dropping %s event %s on %s", type, reason, ref.get("name")
             )
+
+    def _allow(self, ref: dict[str, str]) -> bool:
+        """Take a token from the object's bucket (False when it is empty)."""
+        key: _Key = tuple(
+            ref.get(k, "") for k in ("uid", "apiVersion", "kind", "namespace", "name")
+        )
+        now = self._clock()
+        tokens, last = self._buckets.pop(key, (float(self.spam_burst), now))
+        tokens = min(float(self.spam_burst), tokens + (now - last) * self.spam_qps)
+        allowed = tokens >= 1.0
+        self._buckets[key] = (tokens - 1.0 if allowed else tokens, now)
+        while len(self._buckets) > self.max_keys:
+            self._buckets.popitem(last=False)
+        return allowed
 
     def normal(self, obj: Any, reason: str, message: str) -> None:
         self.event(obj, NORMAL, reason, message)

@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import logging
 import random
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +38,8 @@ from typing import Any
 import lightkube
 
 from lahar.kube import rest
-from lahar.kube.cache import Cache, IndexFunc
+from lahar.kube.cache import Cache, IndexFunc, compact, strip_managed_fields
+from lahar.kube.ratelimit import Backoff
 from lahar.kube.resource import Resource, as_resource, object_key
 
 __all__ = ["Backoff", "EventHandler", "Informer", "compact", "strip_managed_fields"]
@@ -51,59 +51,6 @@ Transform = Callable[[Obj], Obj]
 # A watch that ends cleanly this fast without a single event counts as a failure (a
 # server that is shutting down ends every watch at once; retrying at once would spin).
 _SHORT_WATCH = 1.0
-
-
-def strip_managed_fields(obj: Obj) -> Obj:
-    """Drop ``metadata.managedFields`` (large, and no controller reads it from a cache)."""
-    obj["metadata"].pop("managedFields", None)
-    return obj
-
-
-def _intern(node: Any) -> None:
-    items = node.items() if type(node) is dict else enumerate(node)
-    for k, v in items:
-        t = type(v)
-        if t is str:
-            if len(v) <= _INTERN_MAX:
-                node[k] = sys.intern(v)
-        elif t is dict or t is list:
-            _intern(v)
-
-
-_INTERN_MAX = 40
-
-
-def compact(obj: Obj) -> Obj:
-    """The default transform: drop ``managedFields`` and share short strings.
-
-    Thousands of pods repeat the same values (``IfNotPresent``, ``ClusterFirst``,
-    label values, image names, node names); the JSON decoder makes a fresh string for
-    each. Interning them costs some 20 us per pod and saves about a third of the
-    cache's memory.
-    """
-    obj["metadata"].pop("managedFields", None)
-    _intern(obj)
-    return obj
-
-
-@dataclass
-class Backoff:
-    """Exponential backoff with full jitter on top: delays grow ``initial * factor**n``
-    up to ``maximum``; each is drawn from [d/2, d] so that clients spread out."""
-
-    initial: float = 0.2
-    maximum: float = 30.0
-    factor: float = 2.0
-    _current: float = 0.0
-
-    def next(self) -> float:
-        self._current = min(
-            self.maximum, self._current * self.factor if self._current else self.initial
-        )
-        return self._current * (0.5 + random.random() / 2)
-
-    def reset(self) -> None:
-        self._current = 0.0
 
 
 @dataclass(eq=False)
@@ -140,6 +87,7 @@ class Informer:
         transform: Transform | None = compact,
         indexers: Mapping[str, IndexFunc] | None = None,
         backoff: Backoff | None = None,
+        resync_period: float | None = None,
     ) -> None:
         self.client = client
         self.resource = as_resource(resource)
@@ -149,6 +97,7 @@ class Informer:
         self.bookmarks = bookmarks
         self.transform = transform
         self.backoff = backoff or Backoff()
+        self.resync_period = resync_period
         self.cache = Cache(indexers)
         self.resource_version: str | None = None
         self.lists = 0  # how many full lists ran (1 + relists)
@@ -224,7 +173,26 @@ class Informer:
         return True
 
     async def run(self) -> None:
-        """List and watch until cancelled."""
+        """List and watch until cancelled (and resync, if a period is set)."""
+        resync = asyncio.create_task(self._resync()) if self.resync_period else None
+        try:
+            await self._list_and_watch()
+        finally:
+            if resync is not None:
+                resync.cancel()
+
+    async def _resync(self) -> None:
+        """Every ``resync_period``, hand every cached object to the update handlers
+        again (old and new the same), so controllers re-check the whole world now and
+        then even if nothing changed."""
+        assert self.resync_period is not None
+        while True:
+            await asyncio.sleep(self.resync_period)
+            if self._synced.is_set():
+                for obj in self.cache:
+                    self._updated(obj, obj)
+
+    async def _list_and_watch(self) -> None:
         expired_in_a_row = 0
         while True:
             try:

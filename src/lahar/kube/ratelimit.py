@@ -1,6 +1,6 @@
-"""How long a workqueue waits before retrying a key.
+"""How long to wait before trying again: workqueue retries and reconnects.
 
-Two limits, combined by taking the larger delay (the same default as client-go's
+A workqueue's rate limiter combines two limits, combined by taking the larger delay (the same default as client-go's
 controller rate limiter):
 
 * per key, exponential: a key that keeps failing waits ``base * 2**failures`` (5 ms,
@@ -8,15 +8,21 @@ controller rate limiter):
   :meth:`forget` resets it once the key succeeds;
 * overall, a token bucket (10 per second, bursts of 100), so that a storm of failures
   across many keys cannot flood the API server.
+
+:class:`Backoff` is the simpler delay an informer waits between failed list or watch
+attempts: exponential with jitter, reset once the connection works again.
 """
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Protocol
 
 __all__ = [
+    "Backoff",
     "BucketRateLimiter",
     "ExponentialRateLimiter",
     "MaxOfRateLimiter",
@@ -115,3 +121,23 @@ def default_rate_limiter(
 ) -> RateLimiter:
     """Per-key exponential backoff combined with an overall token bucket."""
     return MaxOfRateLimiter(ExponentialRateLimiter(base, maximum), BucketRateLimiter(qps, burst))
+
+
+@dataclass
+class Backoff:
+    """Exponential backoff with jitter: delays grow ``initial * factor**n`` up to
+    ``maximum``; each is drawn from [d/2, d] so that many clients spread out."""
+
+    initial: float = 0.2
+    maximum: float = 30.0
+    factor: float = 2.0
+    _current: float = 0.0
+
+    def next(self) -> float:
+        self._current = min(
+            self.maximum, self._current * self.factor if self._current else self.initial
+        )
+        return self._current * (0.5 + random.random() / 2)
+
+    def reset(self) -> None:
+        self._current = 0.0
