@@ -1,7 +1,20 @@
-"""Assembling the embedded cluster: lahar's CRDs and, later, its in-process components."""
+"""Assembling the embedded one-machine cluster behind ``lahar up``.
+
+The API server runs in this process and every other component (built-in
+controllers, scheduler, Volcano controllers, Ray operator, node agents) runs in
+the same event loop, talking to the server through the in-process transport of the
+client seam: the same code that runs against a real cluster, minus the sockets.
+This module installs lahar's CRDs, builds the admission chain, and starts and stops
+the components around the server.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -11,6 +24,11 @@ from lahar.apiserver import crds
 from lahar.apiserver.meta import meta
 from lahar.apiserver.objects import WriteOptions
 from lahar.apiserver.state import ServerState
+
+log = logging.getLogger("lahar.embedded")
+
+# A component: runs until cancelled, given the in-process client and shared informers.
+Component = Callable[[Any, Any], Awaitable[None]]
 
 
 def crd_manifests() -> list[dict[str, Any]]:
@@ -40,3 +58,52 @@ def install_crds(state: ServerState) -> int:
         crds.established(state, result.object)
         count += 1
     return count
+
+
+@dataclass
+class EmbeddedOptions:
+    """What ``lahar up`` runs besides the API server."""
+
+    components: list[tuple[str, Component]] = field(default_factory=list)
+
+
+async def run(server: Any, options: EmbeddedOptions) -> None:
+    """Serve until SIGINT/SIGTERM (or the server stops), with every component alongside."""
+    from lahar.kube import client as kclient
+    from lahar.kube.factory import InformerFactory
+
+    serving = asyncio.create_task(server.serve(), name="apiserver")
+    while not server.state.ready and not serving.done():
+        await asyncio.sleep(0.01)
+    client = kclient.in_process(server.app, token=server.creds.token, field_manager="lahar")
+    informers = InformerFactory(client)
+    tasks: list[asyncio.Task[None]] = []
+    for name, component in options.components:
+        tasks.append(asyncio.create_task(_supervise(name, component, client, informers), name=name))
+    try:
+        await serving
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        with contextlib.suppress(Exception):
+            await informers.stop()
+        with contextlib.suppress(Exception):
+            await client.close()
+
+
+async def _supervise(name: str, component: Component, client: Any, informers: Any) -> None:
+    """Run a component; if it fails, log and restart it after a pause (like a Deployment)."""
+    delay = 1.0
+    while True:
+        try:
+            await component(client, informers)
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("component %s failed; restarting in %.0f s", name, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 30.0)

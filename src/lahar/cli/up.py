@@ -29,8 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lahar import embedded
     from lahar.apiserver.server import APIServer
-    from lahar.embedded import install_crds
 
     check_port(args.port)
     logging.basicConfig(
@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     server = APIServer(
         args.data_dir, host=args.bind_address, port=args.port, watch_window=args.watch_window
     )
-    installed = install_crds(server.state)
+    installed = embedded.install_crds(server.state)
+    options = embedded.EmbeddedOptions()
     try:
         server.bind()
     except OSError as exc:
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        asyncio.run(server.serve())
+        asyncio.run(embedded.run(server, options))
     except KeyboardInterrupt:
         pass
     return 0
