@@ -273,3 +273,61 @@ def test_crd_objects_printer_columns_and_status(cluster: Cluster) -> None:
     assert after["metadata"]["generation"] == 2
     res = cluster.kubectl("patch", "queue", "team-a", "-p", '{"spec":{"weight":4}}', check=False)
     assert res.returncode != 0  # strategic merge patch is refused for CRDs (415)
+
+
+def test_kubectl_verbs_on_lahar_crds(cluster: Cluster) -> None:
+    job = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "verbs"},
+        "spec": {"entrypoint": "python -c 'print(1)'", "shutdownAfterJobFinishes": True},
+    }
+    proc = subprocess.Popen(
+        [
+            KUBECTL,
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "--cache-dir",
+            str(cluster.cache_dir),
+            "get",
+            "rayjobs",
+            "-w",
+            "--output-watch-events",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(1.5)
+        cluster.apply_yaml(job)
+        cluster.kubectl("label", "rayjob", "verbs", "team=ml")
+        cluster.kubectl("annotate", "rayjob", "verbs", "owner=me")
+        cluster.kubectl(
+            "patch", "rayjob", "verbs", "--type=merge", "-p", '{"spec":{"backoffLimit":2}}'
+        )
+        described = cluster.kubectl("describe", "rayjob", "verbs").stdout
+        assert "team=ml" in described and "Backoff Limit:" in described
+        cluster.kubectl(
+            "patch",
+            "rayjob",
+            "verbs",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            '{"status":{"jobDeploymentStatus":"Complete"}}',
+        )
+        cluster.kubectl(
+            "wait",
+            "--for=jsonpath={.status.jobDeploymentStatus}=Complete",
+            "rayjob/verbs",
+            "--timeout=10s",
+        )
+        cluster.kubectl("delete", "rayjob", "verbs")
+        time.sleep(1.5)
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=10)
+    events = [line.split()[:2] for line in out.splitlines()]
+    assert ["ADDED", "verbs"] in events and ["DELETED", "verbs"] in events
+    assert cluster.kubectl("get", "rayjob", "verbs", check=False).returncode != 0
