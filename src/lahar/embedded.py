@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from lahar.apiserver import crds
+from lahar.apiserver.admission import AdmissionChain
 from lahar.apiserver.meta import meta
 from lahar.apiserver.objects import WriteOptions
 from lahar.apiserver.state import ServerState
@@ -58,6 +59,14 @@ def install_crds(state: ServerState) -> int:
         crds.established(state, result.object)
         count += 1
     return count
+
+
+def admission_chain() -> AdmissionChain:
+    """The admission plugins a cluster with lahar installed runs: KubeRay's validation
+    (a real cluster gets the same rules from lahar's webhook)."""
+    from lahar.kuberay.admission import KubeRayAdmission
+
+    return AdmissionChain([KubeRayAdmission()])
 
 
 @dataclass

@@ -39,7 +39,11 @@ def run(args: argparse.Namespace) -> int:
     )
     args.data_dir = args.data_dir.resolve()
     server = APIServer(
-        args.data_dir, host=args.bind_address, port=args.port, watch_window=args.watch_window
+        args.data_dir,
+        host=args.bind_address,
+        port=args.port,
+        watch_window=args.watch_window,
+        admission=embedded.admission_chain(),
     )
     installed = embedded.install_crds(server.state)
     options = embedded.EmbeddedOptions()
