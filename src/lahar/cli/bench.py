@@ -1,31 +1,89 @@
-"""``lahar bench <target> -o json``: one JSON object of figures per run."""
+"""``lahar bench <target> -o json``: one JSON object of figures per run.
+
+Each target has its own option group; an option of another target is a usage error
+rather than silently ignored. Defaults live in ``DEFAULTS`` so that "not given" can be
+told apart from "given with the default value".
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from lahar.cli.common import UsageError
 
-TARGETS = ("apiserver",)
+TARGETS = ("apiserver", "scheduler", "runtime")
+
+# option destination -> (target it belongs to, default)
+DEFAULTS: dict[str, tuple[str, Any]] = {
+    "seconds": ("apiserver", 5.0),
+    "concurrency": ("apiserver", 16),
+    "nodes": ("scheduler", 1000),
+    "pods": ("scheduler", 10000),
+    "seed": ("scheduler", 0),
+    "objects": ("runtime", 10000),
+    "subprocess": ("runtime", False),
+}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="run a benchmark and print its figures as JSON")
     p.add_argument("target", help=f"what to measure: {', '.join(TARGETS)}")
     p.add_argument("-o", "--output", default="json", choices=["json"], help="output format")
-    p.add_argument("--seconds", type=float, default=5.0, help="duration of each write phase")
-    p.add_argument("--concurrency", type=int, default=16, help="concurrent writers")
+    api = p.add_argument_group("apiserver options")
+    api.add_argument("--seconds", type=float, help="duration of each write phase (default 5)")
+    api.add_argument("--concurrency", type=int, help="concurrent writers (default 16)")
+    sched = p.add_argument_group("scheduler options")
+    sched.add_argument("--nodes", type=int, help="nodes in the synthetic cluster (default 1000)")
+    sched.add_argument("--pods", type=int, help="pending pods to schedule (default 10000)")
+    sched.add_argument("--seed", type=int, help="seed of the cluster and tie-breaks (default 0)")
+    rt = p.add_argument_group("runtime options")
+    rt.add_argument("--objects", type=int, help="objects to reconcile (default 10000)")
+    rt.add_argument(
+        "--subprocess",
+        action="store_const",
+        const=True,
+        help="reach the API server in a separate process over HTTPS (default: in-process)",
+    )
     p.set_defaults(func=run)
+
+
+def _options(args: argparse.Namespace, target: str) -> dict[str, Any]:
+    """The target's options with defaults filled in; another target's option is an error."""
+    out: dict[str, Any] = {}
+    for dest, (owner, default) in DEFAULTS.items():
+        value = getattr(args, dest, None)
+        if owner != target:
+            if value is not None:
+                raise UsageError(f"--{dest} applies to 'lahar bench {owner}' only")
+            continue
+        out[dest] = default if value is None else value
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
     if args.target not in TARGETS:
         raise UsageError(f"unknown benchmark {args.target!r}; choose one of: {', '.join(TARGETS)}")
-    if args.seconds <= 0 or args.concurrency < 1:
-        raise UsageError("--seconds must be positive and --concurrency at least 1")
-    from lahar.bench import apiserver
+    opts = _options(args, args.target)
+    result: dict[str, Any]
+    if args.target == "apiserver":
+        if opts["seconds"] <= 0 or opts["concurrency"] < 1:
+            raise UsageError("--seconds must be positive and --concurrency at least 1")
+        from lahar.bench import apiserver
 
-    result = apiserver.run(seconds=args.seconds, concurrency=args.concurrency)
+        result = apiserver.run(seconds=opts["seconds"], concurrency=opts["concurrency"])
+    elif args.target == "runtime":
+        if opts["objects"] < 1:
+            raise UsageError("--objects must be at least 1")
+        from lahar.bench import runtime
+
+        result = runtime.run(objects=opts["objects"], in_process=not opts["subprocess"])
+    else:
+        if opts["nodes"] < 1 or opts["pods"] < 0:
+            raise UsageError("--nodes must be at least 1 and --pods must not be negative")
+        from lahar.bench import scheduler
+
+        result = scheduler.run(nodes=opts["nodes"], pods=opts["pods"], seed=opts["seed"])
     print(json.dumps(result, indent=2))
     return 0

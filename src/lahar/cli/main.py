@@ -20,8 +20,15 @@ from lahar.cli.common import UsageError
 COMMANDS: tuple[str, ...] = (
     "up",
     "apiserver",
+    "kube_controllers",
     "schedule",
+    "scheduler",
+    "controllers",
+    "queue",
+    "render",
     "bench",
+    "node",
+    "operator",
 )
 
 

@@ -16,6 +16,9 @@ from pathlib import Path
 from lahar.cli.apiserver import add_server_args, check_port
 from lahar.cli.common import UsageError
 
+# What `lahar up` runs besides the API server (see lahar.embedded.default_components).
+COMPONENT_NAMES = ("volcano-controllers",)
+
 
 def default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -25,6 +28,13 @@ def default_data_dir() -> Path:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("up", help="start the embedded cluster (API server, CRDs, controllers)")
     add_server_args(p, default_dir=default_data_dir())
+    p.add_argument(
+        "--disable",
+        default="",
+        metavar="NAME[,NAME]",
+        help="components not to run in this process (e.g. to run them as separate "
+        "processes): " + ", ".join(COMPONENT_NAMES),
+    )
     p.set_defaults(func=run)
 
 
@@ -45,8 +55,18 @@ def run(args: argparse.Namespace) -> int:
         watch_window=args.watch_window,
         admission=embedded.admission_chain(),
     )
+    embedded.install_volcano_admission(server.state)
     installed = embedded.install_crds(server.state)
-    options = embedded.EmbeddedOptions()
+    disabled = {n.strip() for n in args.disable.split(",") if n.strip()}
+    unknown = disabled - set(COMPONENT_NAMES)
+    if unknown:
+        raise UsageError(
+            f"--disable: unknown component(s) {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(COMPONENT_NAMES)}"
+        )
+    options = embedded.EmbeddedOptions(
+        components=[(n, c) for n, c in embedded.default_components() if n not in disabled]
+    )
     try:
         server.bind()
     except OSError as exc:

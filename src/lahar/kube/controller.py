@@ -263,13 +263,18 @@ class Controller:
             self._total["error"].inc()
             metrics.reconcile_errors.labels(name).inc()
             queue.add_rate_limited(req)
-            log.error(
-                "[%s %s] reconciler error (retry %d): %s",
+            # A 409 means the cache was behind another writer: routine, retried with the
+            # fresh object; it is not worth a traceback.
+            conflict = getattr(getattr(exc, "status", None), "code", None) == 409
+            log.log(
+                logging.INFO if conflict else logging.ERROR,
+                "[%s %s] reconciler %s (retry %d): %s",
                 name,
                 req,
+                "conflict" if conflict else "error",
                 queue.num_requeues(req),
                 exc,
-                exc_info=True,
+                exc_info=not conflict,
                 extra=fields,
             )
         else:

@@ -312,7 +312,11 @@ def queue_write_message(
 ) -> str:
     errs = _resource_errors(spec(queue))
     state = (queue.get("status") or {}).get("state", "")
-    if state and state not in ("Open", "Closed"):
+    old_state = ((old or {}).get("status") or {}).get("state", "")
+    # Volcano checks the state on every update, so a Closing queue (a state its own
+    # controller writes) can never be edited again (volcano#3517). lahar checks it only
+    # when the write sets it, on purpose.
+    if state and state not in ("Open", "Closed") and (operation == "CREATE" or state != old_state):
         errs.append(
             field_invalid("requestBody.spec.state", state, "queue state must be in [Open Closed]")
         )
