@@ -80,12 +80,19 @@ def install_volcano_admission(state: ServerState) -> None:
 
 def default_components() -> list[tuple[str, Component]]:
     """The components ``lahar up`` runs next to the API server."""
+    from lahar.controllers import run_builtin_controllers
     from lahar.volcano.controllers.manager import run_volcano_controllers
+
+    async def kube_controllers(client: Any, informers: Any) -> None:
+        await run_builtin_controllers(client, informers=informers)
 
     async def volcano_controllers(client: Any, informers: Any) -> None:
         await run_volcano_controllers(client, informers=informers)
 
-    return [("volcano-controllers", volcano_controllers)]
+    return [
+        ("kube-controllers", kube_controllers),
+        ("volcano-controllers", volcano_controllers),
+    ]
 
 
 @dataclass

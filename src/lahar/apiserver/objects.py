@@ -11,6 +11,7 @@ goes. Deletion itself (grace periods, propagation) lives in ``deletion.py``.
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,7 @@ from lahar.apiserver.errors import (
     invalid,
     not_found,
 )
-from lahar.apiserver.meta import meta, now_rfc3339, random_suffix, spec_part
+from lahar.apiserver.meta import meta, now_rfc3339, parse_time, random_suffix, spec_part
 from lahar.apiserver.registry import Registry
 from lahar.apiserver.resources import ResourceType
 from lahar.apiserver.schema import builtin as builtin_schema
@@ -364,7 +365,7 @@ class ObjectService:
             return WriteResult(
                 self.present(rt, old), warnings=warnings
             )  # a no-op write keeps its RV
-        if om.get("deletionTimestamp") and not m.get("finalizers"):
+        if om.get("deletionTimestamp") and not m.get("finalizers") and not _awaits_node(rt, new):
             gone = self.store.delete(
                 key,
                 namespace if rt.namespaced else "",
@@ -401,3 +402,14 @@ class ObjectService:
         from lahar.apiserver.patching import patch_object
 
         return patch_object(self, rt, namespace, name, body, content_type, opts)
+
+
+def _awaits_node(rt: ResourceType, obj: Obj) -> bool:
+    """A bound pod still in its grace period: its node agent (or the grace period's end)
+    finishes the deletion, not the removal of its last finalizer."""
+    if rt.group_resource != "pods" or not (obj.get("spec") or {}).get("nodeName"):
+        return False
+    m = meta(obj)
+    if not m.get("deletionGracePeriodSeconds"):
+        return False
+    return parse_time(m["deletionTimestamp"]) > dt.datetime.now(dt.UTC)
