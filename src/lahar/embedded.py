@@ -78,10 +78,22 @@ def install_volcano_admission(state: ServerState) -> None:
     install_admission(state)
 
 
-def default_components() -> list[tuple[str, Component]]:
-    """The components ``lahar up`` runs next to the API server."""
+def default_components(options: UpOptions | None = None) -> list[tuple[str, Component]]:
+    """The components ``lahar up`` runs next to the API server, in start order."""
     from lahar.controllers import run_builtin_controllers
+    from lahar.scheduler.daemon import SchedulerOptions, run_scheduler
     from lahar.volcano.controllers.manager import run_volcano_controllers
+
+    up = options or UpOptions()
+    scheduler_options = SchedulerOptions(
+        schedule_period=up.schedule_period,
+        scheduler_conf=up.scheduler_conf,
+        health_port=None,
+        queue_counts=False,  # the queue controller writes them here
+    )
+
+    async def scheduler(client: Any, informers: Any) -> None:
+        await run_scheduler(client, informers=informers, options=scheduler_options)
 
     async def kube_controllers(client: Any, informers: Any) -> None:
         await run_builtin_controllers(client, informers=informers)
@@ -92,7 +104,16 @@ def default_components() -> list[tuple[str, Component]]:
     return [
         ("kube-controllers", kube_controllers),
         ("volcano-controllers", volcano_controllers),
+        ("scheduler", scheduler),
     ]
+
+
+@dataclass
+class UpOptions:
+    """The knobs of ``lahar up`` that reach its components."""
+
+    schedule_period: float = 1.0
+    scheduler_conf: str | None = None
 
 
 @dataclass

@@ -17,7 +17,7 @@ from lahar.cli.apiserver import add_server_args, check_port
 from lahar.cli.common import UsageError
 
 # What `lahar up` runs besides the API server (see lahar.embedded.default_components).
-COMPONENT_NAMES = ("kube-controllers", "volcano-controllers")
+COMPONENT_NAMES = ("kube-controllers", "volcano-controllers", "scheduler")
 
 
 def default_data_dir() -> Path:
@@ -28,6 +28,15 @@ def default_data_dir() -> Path:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("up", help="start the embedded cluster (API server, CRDs, controllers)")
     add_server_args(p, default_dir=default_data_dir())
+    p.add_argument(
+        "--scheduler-conf",
+        default=None,
+        help="a Volcano scheduler configuration file (re-read when it changes); "
+        "default: Volcano's built-in configuration",
+    )
+    p.add_argument(
+        "--schedule-period", type=float, default=1.0, help="seconds between scheduling sessions"
+    )
     p.add_argument(
         "--disable",
         default="",
@@ -64,8 +73,16 @@ def run(args: argparse.Namespace) -> int:
             f"--disable: unknown component(s) {', '.join(sorted(unknown))}; "
             f"known: {', '.join(COMPONENT_NAMES)}"
         )
+    if args.schedule_period <= 0:
+        raise UsageError("--schedule-period must be positive")
+    if args.scheduler_conf and not Path(args.scheduler_conf).is_file():
+        raise UsageError(f"--scheduler-conf: no such file {args.scheduler_conf}")
+    up = embedded.UpOptions(
+        schedule_period=args.schedule_period,
+        scheduler_conf=str(Path(args.scheduler_conf).resolve()) if args.scheduler_conf else None,
+    )
     options = embedded.EmbeddedOptions(
-        components=[(n, c) for n, c in embedded.default_components() if n not in disabled]
+        components=[(n, c) for n, c in embedded.default_components(up) if n not in disabled]
     )
     try:
         server.bind()
