@@ -81,6 +81,7 @@ def install_volcano_admission(state: ServerState) -> None:
 def default_components(options: UpOptions | None = None) -> list[tuple[str, Component]]:
     """The components ``lahar up`` runs next to the API server, in start order."""
     from lahar.controllers import run_builtin_controllers
+    from lahar.kuberay.operator import OperatorOptions, run_operator
     from lahar.scheduler.daemon import SchedulerOptions, run_scheduler
     from lahar.volcano.controllers.manager import run_volcano_controllers
 
@@ -91,6 +92,12 @@ def default_components(options: UpOptions | None = None) -> list[tuple[str, Comp
         health_port=None,
         queue_counts=False,  # the queue controller writes them here
     )
+
+    # The Ray operator creates PodGroups so lahar's own scheduler gang-schedules Ray pods.
+    operator_options = OperatorOptions(batch_scheduler="volcano", health_port=None)
+
+    async def operator(client: Any, informers: Any) -> None:
+        await run_operator(client, informers=informers, options=operator_options)
 
     async def scheduler(client: Any, informers: Any) -> None:
         await run_scheduler(client, informers=informers, options=scheduler_options)
@@ -105,6 +112,7 @@ def default_components(options: UpOptions | None = None) -> list[tuple[str, Comp
         ("kube-controllers", kube_controllers),
         ("volcano-controllers", volcano_controllers),
         ("scheduler", scheduler),
+        ("operator", operator),
     ]
 
 

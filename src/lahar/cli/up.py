@@ -17,7 +17,7 @@ from lahar.cli.apiserver import add_server_args, check_port
 from lahar.cli.common import UsageError
 
 # What `lahar up` runs besides the API server (see lahar.embedded.default_components).
-COMPONENT_NAMES = ("kube-controllers", "volcano-controllers", "scheduler")
+COMPONENT_NAMES = ("kube-controllers", "volcano-controllers", "scheduler", "operator")
 
 
 def default_data_dir() -> Path:

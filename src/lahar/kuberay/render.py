@@ -167,11 +167,14 @@ def render_rayjob(
     mode = rayjob.mode_of(job)
     if plan.uses_existing_cluster:
         if ctx.scheduler == "volcano":
+            # KubeRay leaves such a RayJob in Initializing forever; lahar fixes that on
+            # purpose (docs/kuberay-compat.md): no PodGroup of its own, and its submitter
+            # joins the existing cluster's PodGroup.
             out.notes.append(
-                "with Volcano, KubeRay keeps a clusterSelector RayJob in Initializing "
-                "(gang scheduling of an existing cluster is not supported): nothing is created"
+                "with Volcano, this RayJob gets no PodGroup of its own: its submitter joins "
+                f"the PodGroup of the existing RayCluster {plan.cluster_name!r} (KubeRay "
+                "would keep it in Initializing)"
             )
-            return out
         out.notes.append(
             f"uses the existing RayCluster {plan.cluster_name!r}; the dashboard URL assumes "
             "its default head Service name and port 8265"

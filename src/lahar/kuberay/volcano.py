@@ -163,6 +163,21 @@ def needs_update(existing: dict[str, Any], desired_spec: dict[str, Any]) -> bool
     return have != want
 
 
+def submitter_parent(
+    rayjob: dict[str, Any], existing: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Whose PodGroup a RayJob's submitter pod joins: the RayJob's own, or, for a
+    clusterSelector RayJob (which has no PodGroup of its own in lahar), the existing
+    cluster's (``existing``, or a stand-in named after the selected cluster).
+    KubeRay has no answer: it keeps such a RayJob in Initializing."""
+    selected = ((rayjob.get("spec") or {}).get("clusterSelector") or {}).get(c.CLUSTER_LABEL)
+    if not selected:
+        return rayjob
+    if existing is not None:
+        return existing
+    return {"metadata": {"name": selected, "namespace": namespace_of(rayjob)}}
+
+
 def add_child_metadata(parent: dict[str, Any], child: dict[str, Any], group: str) -> None:
     """AddMetadataToChildResource: queue/priority labels, group annotations, and
     ``schedulerName`` on pods and pod templates (not on a RayCluster)."""
