@@ -8,6 +8,7 @@ pipelined onto releasing resources: both hold a node for the session without a b
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ from lahar.scheduler.api.cluster import ClusterInfo
 from lahar.scheduler.api.task import TaskStatus
 from lahar.scheduler.framework.conf import SchedulerConfiguration
 from lahar.scheduler.framework.session import Session, open_session
+from lahar.scheduler.gcpause import paused_gc
 
 S = TaskStatus
 
@@ -50,16 +52,60 @@ def run_session(
     seed: int = 0,
     now: float = 0.0,
     record_scores: bool = False,
+    timings: dict[str, Any] | None = None,
+    node_cache: bool = True,
 ) -> tuple[Session, SessionResult]:
+    """Open a session, run the configured actions, close it and collect the decisions.
+
+    ``timings``, when given, receives the wall-clock seconds of each phase: ``open``,
+    ``actions`` (name -> seconds), ``close`` and ``collect`` (for ``lahar bench``), and
+    ``cpu``: the process CPU seconds of open, actions and close (steadier than wall time
+    on a shared machine).
+    ``node_cache=False`` computes every node choice directly (the reference path).
+    The cyclic garbage collector is paused meanwhile (see ``scheduler/gcpause.py``).
+    """
+    with paused_gc():
+        return _run(cluster, conf, seed, now, record_scores, timings, node_cache)
+
+
+def _run(
+    cluster: ClusterInfo,
+    conf: SchedulerConfiguration,
+    seed: int,
+    now: float,
+    record_scores: bool,
+    timings: dict[str, Any] | None,
+    node_cache: bool,
+) -> tuple[Session, SessionResult]:
+    clock = time.perf_counter
+    cpu_start = time.process_time()
+    start = clock()
     ssn = open_session(cluster, conf, seed=seed, now=now)
+    ssn.use_node_cache = node_cache
     if record_scores:
         ssn.score_log = {}
+    opened = clock()
+    spent: dict[str, float] = {}
     for name in conf.actions:
         execute = action(name)
         if execute is not None:
+            begin = clock()
             execute(ssn)
+            spent[name] = spent.get(name, 0.0) + clock() - begin
+    before_close = clock()
     ssn.close()
-    return ssn, collect(ssn)
+    closed = clock()
+    cpu = time.process_time() - cpu_start
+    result = collect(ssn)
+    if timings is not None:
+        timings.update(
+            open=opened - start,
+            actions=spent,
+            close=closed - before_close,
+            collect=clock() - closed,
+            cpu=cpu,
+        )
+    return ssn, result
 
 
 def collect(ssn: Session) -> SessionResult:

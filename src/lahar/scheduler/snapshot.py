@@ -30,6 +30,7 @@ from lahar.scheduler.api.node import NodeTable
 from lahar.scheduler.api.queue import QueueInfo
 from lahar.scheduler.api.resources import CPU, MEMORY, ResourceError, ResourceSpace
 from lahar.scheduler.api.task import COMPLETED_SET, TaskInfo
+from lahar.scheduler.gcpause import paused_gc
 from lahar.scheduler.podspec import (
     GROUP_ANNOTATION,
     PREEMPTABLE_KEY,
@@ -342,6 +343,11 @@ def build_cluster(
     objects: list[dict[str, Any]], *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES
 ) -> ClusterInfo:
     """The session input for these objects; :class:`SnapshotError` on bad input."""
+    with paused_gc():
+        return _build_cluster(objects, scheduler_names)
+
+
+def _build_cluster(objects: list[dict[str, Any]], scheduler_names: tuple[str, ...]) -> ClusterInfo:
     _CURRENT[0] = "input"
     try:
         builder = _Builder(objects, scheduler_names)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Iterable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -39,20 +39,34 @@ class _Entry(Generic[T]):
 
 class PriorityQueue(Generic[T]):
     """A heap ordered by a live comparison (like Volcano's ``util.PriorityQueue``: the
-    order is evaluated when items move, so shares that change mid-action matter)."""
+    order is evaluated when items move, so shares that change mid-action matter).
 
-    def __init__(self, cmp: Callable[[T, T], int], items: Iterable[T] = ()) -> None:
+    With ``key`` (a key that orders exactly like ``cmp``, which must then be a strict
+    total order, e.g. :meth:`Session.task_sort_key`) the heap holds key tuples and
+    compares them natively: the same pops, without a Python call per comparison."""
+
+    def __init__(
+        self,
+        cmp: Callable[[T, T], int],
+        items: Iterable[T] = (),
+        key: Callable[[T], Any] | None = None,
+    ) -> None:
         self._cmp = cmp
-        self._heap: list[_Entry[T]] = []
+        self._key = key
+        self._heap: list[Any] = []
         self._seq = itertools.count()
         for item in items:
             self.push(item)
 
     def push(self, item: T) -> None:
-        heapq.heappush(self._heap, _Entry(item, self._cmp, next(self._seq)))
+        if self._key is not None:
+            heapq.heappush(self._heap, (self._key(item), next(self._seq), item))
+        else:
+            heapq.heappush(self._heap, _Entry(item, self._cmp, next(self._seq)))
 
     def pop(self) -> T:
-        return heapq.heappop(self._heap).item
+        entry = heapq.heappop(self._heap)
+        return entry[2] if self._key is not None else entry.item  # type: ignore[no-any-return]
 
     def __len__(self) -> int:
         return len(self._heap)
@@ -61,6 +75,8 @@ class PriorityQueue(Generic[T]):
         return bool(self._heap)
 
     def items(self) -> list[T]:
+        if self._key is not None:
+            return [e[2] for e in self._heap]
         return [e.item for e in self._heap]
 
 
@@ -100,21 +116,28 @@ def nodes_to_find(n: int, percentage: int = 0) -> int:
 
 def take_feasible(ssn: Session, passed: np.ndarray) -> np.ndarray:
     """Indices of feasible nodes scanned from the session's rotating offset, stopping after
-    :func:`nodes_to_find` hits; the offset advances by the number of nodes examined."""
+    :func:`nodes_to_find` hits; the offset advances by the number of nodes examined.
+
+    The scan order is ``offset .. n-1, 0 .. offset-1``: the feasible indices are found
+    once, in node order, and split at the offset (no rotated copy of the mask)."""
     n = passed.shape[0]
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     offset = ssn.predicate_offset
-    rolled = np.concatenate((passed[offset:], passed[:offset])) if offset else passed
-    hits = np.flatnonzero(rolled)
+    found = passed.nonzero()[0]
+    count = found.shape[0]
     limit = nodes_to_find(n)
-    if hits.shape[0] > limit:
-        hits = hits[:limit]
-        examined = int(hits[-1]) + 1
+    if offset:
+        k = int(found.searchsorted(offset))
+        if count - k >= limit:
+            hits = found[k : k + limit]
+        else:
+            hits = np.concatenate((found[k:], found[: min(k, limit - (count - k))]))
     else:
-        examined = n
+        hits = found[:limit]
+    examined = (int(hits[-1]) - offset) % n + 1 if count > limit else n
     ssn.predicate_offset = (offset + examined) % n
-    return (hits + offset) % n if offset else hits
+    return hits
 
 
 def best_scored(ssn: Session, task: TaskInfo, candidates: np.ndarray) -> int:
@@ -132,7 +155,7 @@ def best_scored(ssn: Session, task: TaskInfo, candidates: np.ndarray) -> int:
         ssn.score_log[task.key] = {
             names[int(c)]: float(s) for c, s in sorted(zip(candidates, scores, strict=True))
         }
-    top = np.flatnonzero(scores == scores.max())
+    top = (scores == scores.max()).nonzero()[0]
     if top.shape[0] == 1:
         return int(candidates[top[0]])
     return int(candidates[top[int(ssn.rng.integers(top.shape[0]))]])

@@ -22,6 +22,8 @@ from lahar.scheduler.api.task import (
 )
 
 S = TaskStatus
+READY_SET = frozenset({S.BOUND, S.BINDING, S.RUNNING, S.ALLOCATED, S.SUCCEEDED})
+"""Statuses ``ReadyTaskNum`` counts."""
 
 
 @dataclass(eq=False)
@@ -54,12 +56,16 @@ class JobInfo:
     def __post_init__(self) -> None:
         self.allocated = self.space.zeros()
         self._pending_best_effort = 0
+        self._ready = 0  # tasks in READY_SET, kept by add_task / update_task_status
 
     # --- membership ------------------------------------------------------------------
 
     def add_task(self, task: TaskInfo) -> None:
         self.tasks[task.uid] = task
-        self.by_status.setdefault(task.status, {})[task.uid] = task
+        bucket = self.by_status.setdefault(task.status, {})
+        if task.status in READY_SET and task.uid not in bucket:
+            self._ready += 1
+        bucket[task.uid] = task
         if task.status in ALLOCATED_SET:
             self.allocated += task.resreq
         if task.status == S.PENDING and task.best_effort:
@@ -67,18 +73,27 @@ class JobInfo:
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         old = task.status
-        self.by_status.get(old, {}).pop(task.uid, None)
+        removed = self.by_status.get(old, {}).pop(task.uid, None) is not None
         if old in ALLOCATED_SET:
             self.allocated -= task.resreq
         task.status = status
-        self.by_status.setdefault(status, {})[task.uid] = task
+        bucket = self.by_status.setdefault(status, {})
+        added = task.uid not in bucket
+        bucket[task.uid] = task
         if status in ALLOCATED_SET:
             self.allocated += task.resreq
+        self._ready += (added and status in READY_SET) - (removed and old in READY_SET)
         if task.best_effort:
             self._pending_best_effort += (status == S.PENDING) - (old == S.PENDING)
 
     def count(self, *statuses: TaskStatus) -> int:
-        return sum(len(self.by_status.get(s, ())) for s in statuses)
+        by_status = self.by_status
+        total = 0
+        for s in statuses:
+            tasks = by_status.get(s)
+            if tasks:
+                total += len(tasks)
+        return total
 
     def tasks_in(self, *statuses: TaskStatus) -> list[TaskInfo]:
         out: list[TaskInfo] = []
@@ -93,10 +108,10 @@ class JobInfo:
         return len(self.tasks)
 
     def ready_task_num(self) -> int:
-        return self.count(S.BOUND, S.BINDING, S.RUNNING, S.ALLOCATED, S.SUCCEEDED)
+        return self._ready
 
     def waiting_task_num(self) -> int:
-        return self.count(S.PIPELINED)
+        return len(self.by_status.get(S.PIPELINED, ()))
 
     def pending_best_effort_num(self) -> int:
         return self._pending_best_effort
@@ -105,7 +120,7 @@ class JobInfo:
         return self.count(*ALLOCATED_SET, S.SUCCEEDED, S.PIPELINED, S.PENDING)
 
     def is_ready(self) -> bool:
-        return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
+        return self._ready + self._pending_best_effort >= self.min_available
 
     def is_pipelined(self) -> bool:
         done = self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_num()

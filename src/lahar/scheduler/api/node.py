@@ -18,7 +18,10 @@ This is the layout the vectorized kernels (``scheduler/kernels``) read. Row ``i`
   the tasks on the node, any on-node status).
 
 The arrays are mutated in place by the session's statements (allocate, pipeline, evict),
-so a kernel must not cache them across calls.
+so a kernel must not cache them across calls without watching ``changed``: every
+mutation appends the row it touched to that log (per-node state derived elsewhere, e.g.
+the kernels' pod counts, appends too), so a cache of per-node values can remember a
+position in the log and recompute only the rows listed after it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,13 @@ import numpy as np
 
 from lahar.scheduler.api.resources import ResourceSpace, Vector
 from lahar.scheduler.api.task import TaskInfo, TaskStatus
+
+
+def _accounting(status: TaskStatus) -> int:
+    """Which arrays a task's request counts in: 1 pipelined, 2 releasing, 0 used only."""
+    if status == TaskStatus.PIPELINED:
+        return 1
+    return 2 if status == TaskStatus.RELEASING else 0
 
 
 @dataclass(eq=False)
@@ -49,6 +59,7 @@ class NodeTable:
     pipelined: np.ndarray = field(init=False)
     future: np.ndarray = field(init=False)
     tasks: list[dict[str, TaskInfo]] = field(init=False)
+    changed: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
         n, r = len(self.names), self.space.size
@@ -60,6 +71,7 @@ class NodeTable:
         self.pipelined = np.zeros((n, r))
         self.future = self.allocatable.copy()
         self.tasks = [{} for _ in range(n)]
+        self.changed = []
 
     @property
     def size(self) -> int:
@@ -94,6 +106,7 @@ class NodeTable:
         self.tasks[i][task.uid] = task
         task.node_index = i
         task.node = self.names[i]
+        self.changed.append(i)
 
     def remove_task(self, i: int, task: TaskInfo) -> None:
         req = task.resreq
@@ -107,10 +120,20 @@ class NodeTable:
             self.idle[i] += req
             self.used[i] -= req
         self.tasks[i].pop(task.uid, None)
+        self.changed.append(i)
 
     def update_task(self, i: int, task: TaskInfo, old: TaskStatus) -> None:
-        """Re-account a task whose status changed from ``old`` (still on node ``i``)."""
+        """Re-account a task whose status changed from ``old`` (still on node ``i``).
+
+        Between two statuses that count alike (neither pipelined nor releasing, e.g.
+        Allocated -> Binding) no amount moves, so only the task's place in the node's
+        task list is renewed, as a remove and add would."""
         new = task.status
+        if _accounting(old) == _accounting(new):
+            on_node = self.tasks[i]
+            on_node.pop(task.uid, None)
+            on_node[task.uid] = task
+            return
         task.status = old
         self.remove_task(i, task)
         task.status = new

@@ -166,15 +166,15 @@ def less_equal(left: Vector, right: Vector) -> bool:
     diff = left - right
     if diff[CPU] >= EPS or diff[MEMORY] >= EPS:
         return False
-    return not bool(np.any((diff >= EPS) & (left != 0)))
+    return not bool(((diff >= EPS) & (left != 0)).any())
 
 
 def less_equal_rows(left: Vector, rows: np.ndarray) -> np.ndarray:
     """:func:`less_equal` of one vector against every row of a matrix (bool per row)."""
     relevant = left != 0
     relevant[CPU] = relevant[MEMORY] = True
-    cols = np.flatnonzero(relevant)
-    return np.all(left[cols] - rows[:, cols] < EPS, axis=1)
+    cols = relevant.nonzero()[0]
+    return (left[cols] - rows[:, cols] < EPS).all(axis=1)
 
 
 def insufficient_rows(left: Vector, rows: np.ndarray) -> np.ndarray:
@@ -190,12 +190,12 @@ def less_equal_in_dims(left: Vector, right: Vector, request: Vector) -> bool:
     the request is > 0, ``pods`` ignored, no tolerance (strict ``l > r`` fails)."""
     dims = request > 0
     dims[PODS] = False
-    return not bool(np.any(left[dims] > right[dims]))
+    return not bool((left[dims] > right[dims]).any())
 
 
 def less_partly(left: Vector, right: Vector) -> bool:
     """``LessPartly(right, Zero)``: some dimension strictly smaller (no tolerance)."""
-    return bool(np.any(left < right))
+    return bool((left < right).any())
 
 
 def less_equal_partly_zero_filtered(left: Vector, right: Vector, request: Vector) -> bool:
@@ -205,7 +205,7 @@ def less_equal_partly_zero_filtered(left: Vector, right: Vector, request: Vector
     dims[PODS] = False
     both_tiny = (np.abs(left) < EPS) & (np.abs(right) < EPS)
     ok = (left - right < EPS) & dims & ~both_tiny
-    return bool(np.any(ok))
+    return bool(ok.any())
 
 
 def greater_partly_relevant(left: Vector, right: Vector, request: Vector) -> bool:
@@ -215,14 +215,14 @@ def greater_partly_relevant(left: Vector, right: Vector, request: Vector) -> boo
     dims[PODS] = False
     dims[CPU] &= right[CPU] >= EPS
     dims[MEMORY] &= right[MEMORY] >= EPS
-    return bool(np.any(left[dims] > right[dims]))
+    return bool((left[dims] > right[dims]).any())
 
 
 def is_empty(vec: Vector) -> bool:
     """``IsEmpty``: every dimension but ``pods`` below 0.1 (a BestEffort request)."""
     mask = np.abs(vec) >= EPS
     mask[PODS] = False
-    return not bool(np.any(mask))
+    return not bool(mask.any())
 
 
 def exceeded_part(left: Vector, right: Vector) -> Vector:

@@ -37,6 +37,17 @@ ON_NODE = frozenset({S.ALLOCATED, S.PIPELINED, S.BINDING, S.BOUND, S.RUNNING, S.
 """Statuses that place a task on a node (Succeeded/Failed pods never use a node)."""
 
 
+def name_ordinal(name: str) -> int | None:
+    """The integer after the last ``-`` of a name with at least three parts, else None."""
+    parts = name.split("-")
+    if len(parts) < 3:
+        return None
+    try:
+        return int(parts[-1])
+    except ValueError:
+        return None
+
+
 @dataclass(eq=False, slots=True)
 class TaskInfo:
     """A pod. ``job`` is ``"<ns>/<podgroup>"`` or "" when the pod has no PodGroup."""
@@ -61,9 +72,12 @@ class TaskInfo:
     best_effort: bool = False
     # index of the node in the session's NodeTable (-1 when not on a node)
     node_index: int = -1
+    # trailing index of the name (``job-worker-3`` -> 3), read by the task-order fallback
+    ordinal: int | None = None
 
     def __post_init__(self) -> None:
         self.best_effort = is_empty(self.resreq)
+        self.ordinal = name_ordinal(self.name)
 
     @property
     def key(self) -> str:

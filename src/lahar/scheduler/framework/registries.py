@@ -72,10 +72,28 @@ class Registry(Generic[F]):
 
 
 class OrderRegistry(Registry[Callable[[Any, Any], int]]):
-    """Job/queue/task order: negative means ``left`` goes first."""
+    """Job/queue/task order: negative means ``left`` goes first.
+
+    A plugin whose comparison only ever compares one fixed value per item may also give
+    that value (:meth:`set_key`); when every callback has one, :meth:`sort_keys` lets a
+    caller sort by key tuples instead of calling the comparisons (same order, far fewer
+    Python calls)."""
+
+    def __init__(self, family: str, flag: str | None) -> None:
+        super().__init__(family, flag)
+        self._keys: dict[Callable[[Any, Any], int], Callable[[Any], Any]] = {}
+
+    def set_key(self, fn: Callable[[Any, Any], int], key: Callable[[Any], Any]) -> None:
+        """``fn(a, b)`` is exactly ``(key(a) > key(b)) - (key(a) < key(b))``."""
+        self._keys[fn] = key
+
+    def sort_keys(self) -> list[Callable[[Any], Any]] | None:
+        """The callbacks' keys in order, or ``None`` when one of them has no key."""
+        keys = [self._keys.get(fn) for fn in self._flat]
+        return None if any(k is None for k in keys) else keys  # type: ignore[return-value]
 
     def compare(self, left: Any, right: Any) -> int:
-        for fn in self.fns():
+        for fn in self._flat:
             result = fn(left, right)
             if result:
                 return result
@@ -119,12 +137,12 @@ class NodeOrderRegistry(Registry[BatchNodeOrderFn]):
 
 class AllRegistry(Registry[Callable[..., bool]]):
     def check(self, *args: Any) -> bool:
-        return all(fn(*args) for fn in self.fns())
+        return all(fn(*args) for fn in self._flat)
 
 
 class AnyRegistry(Registry[Callable[..., bool]]):
     def check(self, *args: Any) -> bool:
-        return any(fn(*args) for fn in self.fns())
+        return any(fn(*args) for fn in self._flat)
 
 
 class VoteRegistry(Registry[Callable[..., int]]):

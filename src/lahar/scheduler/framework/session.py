@@ -10,6 +10,7 @@ statements (or :meth:`allocate` for backfill). Decisions accumulate in ``binds``
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,16 +48,6 @@ class QueueStats:
     allocated: Vector | None = None
     request: Vector | None = None
     share: float = 0.0
-
-
-def _name_suffix(name: str) -> int | None:
-    parts = name.split("-")
-    if len(parts) < 3:
-        return None
-    try:
-        return int(parts[-1])
-    except ValueError:
-        return None
 
 
 def _cmp(a: object, b: object) -> int:
@@ -116,6 +107,9 @@ class Session:
         self.closed = False
         # node scores per pod key, filled by the actions when explaining (--explain)
         self.score_log: dict[str, dict[str, float]] | None = None
+        # allocate may answer from per-template node caches (actions/nodecache.py); off,
+        # every task is computed directly (the reference the cache is tested against)
+        self.use_node_cache = True
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -161,10 +155,28 @@ class Session:
         result = self.task_order.compare(left, right)
         if result:
             return result
-        ls, rs = _name_suffix(left.name), _name_suffix(right.name)
+        ls, rs = left.ordinal, right.ordinal
         if ls is not None and rs is not None and ls != rs:
             return _cmp(ls, rs)
         return _cmp(left.creation, right.creation) or _cmp(left.uid, right.uid)
+
+    def task_sort_key(self, tasks: list[TaskInfo]) -> Callable[[TaskInfo], tuple] | None:
+        """A key giving exactly :meth:`compare_tasks`' order over ``tasks``, or ``None``.
+
+        It exists when every task-order callback has a key and the name-ordinal fallback
+        is a plain lexicographic step for these tasks (all of them have an ordinal, or
+        none has): then the comparison is a strict total order, and a heap pops in key
+        order. Mixed ordinals can make the fallback intransitive, so callers keep the
+        comparison heap."""
+        keys = self.task_order.sort_keys()
+        if keys is None or not tasks:
+            return None
+        with_ordinal = tasks[0].ordinal is not None
+        if any((t.ordinal is not None) != with_ordinal for t in tasks):
+            return None
+        if with_ordinal:
+            return lambda t: (*[k(t) for k in keys], t.ordinal, t.creation, t.uid)
+        return lambda t: (*[k(t) for k in keys], t.creation, t.uid)
 
     # --- in-session state changes (used by Statement) ----------------------------------
 

@@ -47,7 +47,7 @@ from lahar.scheduler.kernels.resources import (
     most_allocated,
 )
 from lahar.scheduler.kernels.spread import spread_score
-from lahar.scheduler.kernels.state import KernelState
+from lahar.scheduler.kernels.state import KernelState, ParsedPod
 from lahar.scheduler.kernels.taints import normalize_reverse
 
 
@@ -95,6 +95,62 @@ class NodeOrderWeights:
         return cls(**values)
 
 
+def _resource_components(
+    state: KernelState,
+    p: ParsedPod,
+    request: np.ndarray,
+    rows: np.ndarray,
+    weights: NodeOrderWeights,
+    out: dict[str, np.ndarray],
+) -> None:
+    """The resource scorers (least/most requested, balanced) for the node ``rows``: they
+    read only each node's own row, so any subset of nodes can be (re)scored alone."""
+    table = state.table
+    if weights.least_requested or weights.most_requested or weights.balanced_resource:
+        cap_cpu = table.allocatable[rows, CPU]
+        cap_mem = table.allocatable[rows, MEMORY]
+    if weights.least_requested or weights.most_requested:
+        nz_cpu = state.nonzero[rows, 0] + p.nonzero[0]
+        nz_mem = state.nonzero[rows, 1] + p.nonzero[1]
+        if weights.least_requested:
+            out["leastrequested"] = least_allocated(cap_cpu, cap_mem, nz_cpu, nz_mem)
+        if weights.most_requested:
+            out["mostrequested"] = most_allocated(cap_cpu, cap_mem, nz_cpu, nz_mem)
+    if weights.balanced_resource:
+        caps = [cap_cpu, cap_mem]
+        reqs = [
+            state.requested[rows, CPU] + request[CPU],
+            state.requested[rows, MEMORY] + request[MEMORY],
+        ]
+        gpu = table.space.index.get(GPU)
+        if gpu is not None and request[gpu] != 0:
+            caps.append(table.allocatable[rows, gpu])
+            reqs.append(state.requested[rows, gpu] + request[gpu])
+        out["balancedresource"] = balanced_allocation(caps, reqs)
+
+
+def row_local_score(
+    state: KernelState,
+    task: TaskInfo,
+    rows: np.ndarray,
+    weights: NodeOrderWeights = NodeOrderWeights(),
+) -> np.ndarray:
+    """Σ weight * scorer over the scorers that read only the node's own row (least/most
+    requested, balanced resource, preferred node affinity; image locality is 0). Every
+    value is a whole number, so the sum does not depend on the order of the terms: a
+    cache may keep this part per node and add the normalised scorers later."""
+    p = state.parsed(task)
+    parts: dict[str, np.ndarray] = {}
+    _resource_components(state, p, task.resreq, rows, weights, parts)
+    total = np.zeros(rows.shape[0])
+    for name, score in parts.items():
+        total += score * getattr(weights, _ATTR[name])
+    if weights.node_affinity and p.preferred:
+        affinity = state.node_affinity.preferred_score(p.preferred)[rows]
+        total += affinity * weights.node_affinity
+    return total
+
+
 def nodeorder_components(
     state: KernelState,
     task: TaskInfo,
@@ -102,32 +158,10 @@ def nodeorder_components(
     weights: NodeOrderWeights = NodeOrderWeights(),
 ) -> dict[str, np.ndarray]:
     """Unweighted score per scorer with a non-zero weight, for the candidate nodes."""
-    table = state.table
     p = state.parsed(task)
     k = candidates.shape[0]
     out: dict[str, np.ndarray] = {}
-    if weights.least_requested or weights.most_requested or weights.balanced_resource:
-        cap_cpu = table.allocatable[candidates, CPU]
-        cap_mem = table.allocatable[candidates, MEMORY]
-    if weights.least_requested or weights.most_requested:
-        nz_cpu = state.nonzero[candidates, 0] + p.nonzero[0]
-        nz_mem = state.nonzero[candidates, 1] + p.nonzero[1]
-        if weights.least_requested:
-            out["leastrequested"] = least_allocated(cap_cpu, cap_mem, nz_cpu, nz_mem)
-        if weights.most_requested:
-            out["mostrequested"] = most_allocated(cap_cpu, cap_mem, nz_cpu, nz_mem)
-    if weights.balanced_resource:
-        req = task.resreq
-        caps = [cap_cpu, cap_mem]
-        reqs = [
-            state.requested[candidates, CPU] + req[CPU],
-            state.requested[candidates, MEMORY] + req[MEMORY],
-        ]
-        gpu = table.space.index.get(GPU)
-        if gpu is not None and req[gpu] != 0:
-            caps.append(table.allocatable[candidates, gpu])
-            reqs.append(state.requested[candidates, gpu] + req[gpu])
-        out["balancedresource"] = balanced_allocation(caps, reqs)
+    _resource_components(state, p, task.resreq, candidates, weights, out)
     if weights.node_affinity:
         out["nodeaffinity"] = (
             state.node_affinity.preferred_score(p.preferred)[candidates]

@@ -9,7 +9,8 @@ current through :meth:`~KernelState.update_on_allocate` and
 :meth:`~KernelState.update_on_deallocate`, which the plugins wire to the session's
 allocate/deallocate events (Volcano's predicates and nodeorder plugins keep their own
 pod lists the same way: an eviction in the session takes the pod off its node at once).
-An update costs O(cached selectors that could match the pod), never O(nodes).
+An update costs O(cached selectors that could match the pod), never O(nodes); it
+appends the node's row to the table's ``changed`` log like the table's own updates.
 
 Parsed pod specs (selectors, tolerations, affinity terms, spread constraints) are cached
 by task uid: a pod's spec does not change within a session.
@@ -19,9 +20,7 @@ One state serves every plugin of a session (the predicates plugin's ``session_st
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -31,6 +30,7 @@ import numpy as np
 from lahar.scheduler.api.node import NodeTable
 from lahar.scheduler.api.resources import CPU, MEMORY
 from lahar.scheduler.api.task import TaskInfo
+from lahar.scheduler.gcpause import paused_gc
 from lahar.scheduler.kernels.labels import LabelIndex
 from lahar.scheduler.kernels.nodeaffinity import (
     NodeAffinityIndex,
@@ -57,19 +57,6 @@ class ParsedPod:
     affinity: PodAffinity
     spread: tuple[SpreadConstraint, ...]
     nonzero: tuple[float, float]
-
-
-@contextmanager
-def _bulk() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building indexes of many small objects
-    (the collector would otherwise rescan the session's whole heap several times)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _names_cpu_and_memory(pod: Mapping[str, Any]) -> bool:
@@ -117,6 +104,26 @@ def parse_pod(
     )
 
 
+def _parse_inputs(task: TaskInfo) -> tuple[Any, ...]:
+    """Everything :func:`parse_pod` reads for this task."""
+    pod = task.pod
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    return (
+        task.namespace,
+        task.resreq.tobytes(),
+        meta.get("namespace"),
+        meta.get("labels"),
+        spec.get("nodeSelector"),
+        spec.get("affinity"),
+        spec.get("tolerations"),
+        spec.get("topologySpreadConstraints"),
+        spec.get("resources"),
+        spec.get("containers"),
+        spec.get("initContainers"),
+        spec.get("overhead"),
+    )
+
+
 class KernelState:
     """Indexes over one session's nodes and the pods on them.
 
@@ -147,6 +154,8 @@ class KernelState:
             for task in tasks.values():
                 self._count_affinity(task, 1)
         self._parsed: dict[str, ParsedPod] = {}
+        self._last_inputs: tuple[Any, ...] | None = None
+        self._last_parsed: ParsedPod | None = None
         self._pods: PodIndex | None = None
         self._aggregates: tuple[np.ndarray, np.ndarray] | None = None
         # tasks still listed on the table that an event took off their node (evicted
@@ -160,9 +169,18 @@ class KernelState:
             self.anti_pods += delta * anti
 
     def parsed(self, task: TaskInfo) -> ParsedPod:
+        """The task's parsed spec. Consecutive tasks of a gang are usually the same pod
+        template, so when everything parsing reads compares equal to the previous
+        task's, that parse (immutable) is shared instead of repeated."""
         got = self._parsed.get(task.uid)
         if got is None:
-            got = self._parsed[task.uid] = parse_pod(task.pod, task.namespace, task.resreq)
+            key = _parse_inputs(task)
+            if key == self._last_inputs and self._last_parsed is not None:
+                got = self._last_parsed
+            else:
+                got = parse_pod(task.pod, task.namespace, task.resreq)
+                self._last_inputs, self._last_parsed = key, got
+            self._parsed[task.uid] = got
         return got
 
     def _counted(self) -> list[tuple[str, int, TaskInfo]]:
@@ -175,7 +193,7 @@ class KernelState:
     def pods(self) -> PodIndex:
         """The pods on the nodes, indexed by labels (built on first use)."""
         if self._pods is None:
-            with _bulk():
+            with paused_gc():
                 placed = [(uid, i, t.pod, t.namespace) for uid, i, t in self._counted()]
                 self._pods = PodIndex.build(self.table.size, placed, self.namespace_labels)
         return self._pods
@@ -219,13 +237,16 @@ class KernelState:
         self._gone.pop(task.uid, None)
         self._where[task.uid] = node
         self.pod_count[node] += 1
+        self.table.changed.append(node)
         self._count_affinity(task, 1)
         parsed = self.parsed(task)
         if self._pods is not None:
             self._pods.add(task.uid, node, task.pod, parsed.namespace, parsed.affinity)
         if self._aggregates is not None:
             self._aggregates[0][node] += task.resreq
-            self._aggregates[1][node] += parsed.nonzero
+            nonzero = self._aggregates[1]
+            nonzero[node, 0] += parsed.nonzero[0]
+            nonzero[node, 1] += parsed.nonzero[1]
 
     def update_on_deallocate(self, task: TaskInfo) -> None:
         """``task`` left its node (allocation undone, or evicted in the session)."""
@@ -235,12 +256,16 @@ class KernelState:
         if task.uid in self.table.tasks[node]:
             self._gone[task.uid] = (node, task)
         self.pod_count[node] -= 1
+        self.table.changed.append(node)
         self._count_affinity(task, -1)
         if self._pods is not None:
             self._pods.remove(task.uid)
         if self._aggregates is not None:
             self._aggregates[0][node] -= task.resreq
-            self._aggregates[1][node] -= self.parsed(task).nonzero
+            cpu, mem = self.parsed(task).nonzero
+            nonzero = self._aggregates[1]
+            nonzero[node, 0] -= cpu
+            nonzero[node, 1] -= mem
 
     def on_allocate_event(self, task: TaskInfo) -> None:
         if task.node_index >= 0:

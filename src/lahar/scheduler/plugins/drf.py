@@ -101,11 +101,11 @@ class DrfPlugin(Plugin):
         return victims, PERMIT
 
     def share_of(self, allocated: Vector) -> float:
+        """max over the cluster's dimensions of allocated / total (every total >= 0.1,
+        so ``helpers.Share``'s zero-denominator rule never applies)."""
         if self.dims.shape[0] == 0:
             return 0.0
-        used = allocated[self.dims]
-        ratios = np.where(self.total == 0, np.where(used == 0, 0.0, 1.0), used / self.total)
-        return float(ratios.max())
+        return float((allocated[self.dims] / self.total).max())
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
         ls, rs = self.shares.get(left.uid, 0.0), self.shares.get(right.uid, 0.0)
@@ -133,7 +133,10 @@ class DrfPlugin(Plugin):
         alloc = self.allocated.get(task.job)
         if alloc is None:
             return
-        alloc += sign * task.resreq
+        if sign > 0:
+            alloc += task.resreq
+        else:
+            alloc -= task.resreq
         self.shares[task.job] = self.share_of(alloc)
         found = self._leaf(task) if self.tree is not None else None
         if found is not None and self.tree is not None:

@@ -14,16 +14,25 @@ def _higher_first(left: int, right: int) -> int:
     return (left < right) - (left > right)
 
 
+def _negated_priority(task: TaskInfo) -> int:
+    return -task.priority
+
+
 @register_plugin
 class PriorityPlugin(Plugin):
     name = "priority"
 
     def on_session_open(self, ssn: Session) -> None:
         self.ssn = ssn
-        ssn.task_order.add(self, lambda a, b: _higher_first(a.priority, b.priority))
+        ssn.task_order.add(self, self.task_order)
+        ssn.task_order.set_key(self.task_order, _negated_priority)
         ssn.job_order.add(self, lambda a, b: _higher_first(a.priority, b.priority))
         ssn.preemptable.add(self, self.preemptable)
         ssn.job_starving.add(self, self.starving)
+
+    @staticmethod
+    def task_order(left: TaskInfo, right: TaskInfo) -> int:
+        return _higher_first(left.priority, right.priority)
 
     def preemptable(
         self, preemptor: TaskInfo, candidates: list[TaskInfo]

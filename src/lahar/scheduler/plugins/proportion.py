@@ -128,7 +128,10 @@ class ProportionPlugin(Plugin):
         job = self.ssn.jobs.get(task.job)
         attr = self.attrs.get(job.queue) if job is not None else None
         if attr is not None:
-            attr.allocated += sign * task.resreq
+            if sign > 0:
+                attr.allocated += task.resreq
+            else:
+                attr.allocated -= task.resreq
             attr.update_share()
 
     def on_allocate(self, task: TaskInfo) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from lahar.scheduler.api.job import JobInfo
 from lahar.scheduler.api.queue import QueueInfo
-from lahar.scheduler.api.resources import EPS, Vector, exceeded_part, share
+from lahar.scheduler.api.resources import EPS, Vector, exceeded_part
 from lahar.scheduler.api.task import ALLOCATED_SET, TaskStatus
 from lahar.scheduler.framework.session import QueueStats, Session
 
@@ -41,11 +41,12 @@ class QueueAttr:
         return self.queue.name
 
     def update_share(self, empty_share: float = 0.0) -> None:
-        dims = np.flatnonzero(self.deserved >= EPS)
+        dims = (self.deserved >= EPS).nonzero()[0]
         if dims.shape[0] == 0:
             self.share = empty_share
             return
-        self.share = max(share(self.allocated[c], self.deserved[c]) for c in dims)
+        # every deserved[c] here is >= 0.1: share()'s zero rule never applies
+        self.share = float((self.allocated[dims] / self.deserved[dims]).max())
 
     def stats(self) -> QueueStats:
         return QueueStats(
