@@ -154,7 +154,13 @@ class DeletionService:
             raise conflict(key, nm.get("name", ""), "") from exc
 
     def _mark_namespace(self, key: str, ns: Obj, dry_run: bool) -> Obj:
+        """A namespace is only marked: the namespace controller empties it and removes
+        the ``kubernetes`` finalizer (one without finalizers goes at once)."""
         m = meta(ns)
+        if not (ns.get("spec") or {}).get("finalizers") and not m.get("finalizers"):
+            if dry_run:
+                return ns
+            return self.store.delete(key, "", m["name"], expected_rv=int(m["resourceVersion"]))
         if not m.get("deletionTimestamp"):
             m["deletionTimestamp"] = now_rfc3339()
             m["deletionGracePeriodSeconds"] = 0

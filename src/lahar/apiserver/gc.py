@@ -8,7 +8,6 @@ deletion and pod grace periods behave the same without extra processes:
 - an owner marked with ``foregroundDeletion`` loses its finalizer once its
   dependents are gone; one marked ``orphan`` has its dependents' references
   removed first;
-- a namespace being deleted is emptied, then removed;
 - a bound pod past its grace period is removed when no node agent holds a fresh
   Lease for its node (an agent that is alive confirms the deletion itself).
 
@@ -116,7 +115,6 @@ class GarbageCollector:
     def collect_once(self) -> None:
         self._orphans_and_dangling()
         self._owners_being_deleted()
-        self._namespaces()
         self._expired_pods()
 
     def _orphans_and_dangling(self) -> None:
@@ -175,27 +173,6 @@ class GarbageCollector:
                         blocking.append(d)
                 if not blocking:
                     self._drop_finalizer(ref, FOREGROUND)
-
-    def _namespaces(self) -> None:
-        for ref in sorted(r for r in self._terminating if r[0] == "namespaces"):
-            ns = self._exists(ref)
-            if ns is None:
-                continue
-            m = meta(ns)
-            name = m["name"]
-            remaining = 0
-            for gr in self.store.list_resources():
-                if gr == "namespaces":
-                    continue
-                for obj in self.store.list(gr, name)[0]:
-                    remaining += 1
-                    if not meta(obj).get("deletionTimestamp") or gr == "pods":
-                        self._delete(
-                            (gr, name, meta(obj)["name"]), {"propagationPolicy": "Background"}
-                        )
-            if remaining == 0 and not m.get("finalizers"):
-                with contextlib.suppress(storemod.KeyNotFound):
-                    self.store.delete("namespaces", "", name)
 
     def _expired_pods(self) -> None:
         now = dt.datetime.now(dt.UTC)

@@ -76,9 +76,8 @@ async def handle(
         body = decode_body(
             await read_body(request), request.headers.get("content-type", "application/json")
         )
-        sub = "" if route.subresource == "finalize" else route.subresource
         result = state.objects.update(
-            rt, route.namespace, route.name, body, write_options(request, sub)
+            rt, route.namespace, route.name, body, write_options(request, route.subresource)
         )
         return _answer(state, rt, result, 201 if result.created else 200)
     if method == "PATCH":

@@ -365,7 +365,7 @@ class ObjectService:
             return WriteResult(
                 self.present(rt, old), warnings=warnings
             )  # a no-op write keeps its RV
-        if om.get("deletionTimestamp") and not m.get("finalizers") and not _awaits_node(rt, new):
+        if om.get("deletionTimestamp") and not m.get("finalizers") and not _deletion_waits(rt, new):
             gone = self.store.delete(
                 key,
                 namespace if rt.namespaced else "",
@@ -404,9 +404,12 @@ class ObjectService:
         return patch_object(self, rt, namespace, name, body, content_type, opts)
 
 
-def _awaits_node(rt: ResourceType, obj: Obj) -> bool:
-    """A bound pod still in its grace period: its node agent (or the grace period's end)
-    finishes the deletion, not the removal of its last finalizer."""
+def _deletion_waits(rt: ResourceType, obj: Obj) -> bool:
+    """Whether a deleting object outlives the removal of its last finalizer: a namespace
+    until its ``spec.finalizers`` are gone too (the namespace controller empties it), a
+    bound pod until its node agent (or the grace period's end) finishes the deletion."""
+    if rt.group_resource == "namespaces":
+        return bool((obj.get("spec") or {}).get("finalizers"))
     if rt.group_resource != "pods" or not (obj.get("spec") or {}).get("nodeName"):
         return False
     m = meta(obj)

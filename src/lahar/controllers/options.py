@@ -40,7 +40,8 @@ class ControllerOptions:
     # the probe/metrics endpoint's port (0: any free one; None: none)
     health_port: int | None = 0
     # which controllers to run
-    controllers: tuple[str, ...] = ("job", "nodelifecycle", "podgc")
+    controllers: tuple[str, ...] = ("job", "nodelifecycle", "podgc", "namespace")
+    namespace_retry_period: float = 1.0  # re-check a namespace still being emptied
     clock: Clock = field(default=wall, repr=False)
 
     @classmethod

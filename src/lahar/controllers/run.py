@@ -2,7 +2,7 @@
 
 ``lahar kube-controllers`` (and ``lahar up``, in-process) call
 :func:`run_builtin_controllers`: the Job, TTL-after-finished, node lifecycle (with
-taint-based eviction) and pod GC controllers share one set of informers and hold the
+taint-based eviction), namespace and pod GC controllers share one set of informers and hold the
 Lease ``kube-system/lahar-controller-manager`` while they act, so a second replica
 stands by instead of doubling every write.
 """
@@ -16,7 +16,7 @@ from lahar.kube.factory import InformerFactory
 from lahar.kube.leaderelection import LeaderElectionConfig
 from lahar.kube.manager import Manager
 
-ALL = ("job", "nodelifecycle", "podgc")
+ALL = ("job", "nodelifecycle", "podgc", "namespace")
 
 
 def build_manager(
@@ -52,6 +52,10 @@ def build_manager(
         from lahar.controllers.nodelifecycle import add_node_lifecycle_controller
 
         add_node_lifecycle_controller(mgr, options)
+    if "namespace" in options.controllers:
+        from lahar.controllers.namespace import add_namespace_controller
+
+        add_namespace_controller(mgr, options)
     if "podgc" in options.controllers:
         from lahar.controllers.podgc import add_pod_gc
 
