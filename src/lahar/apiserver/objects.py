@@ -10,7 +10,6 @@ goes. Deletion itself (grace periods, propagation) lives in ``deletion.py``.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import uuid
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from lahar.apiserver.errors import (
     invalid,
     not_found,
 )
+from lahar.apiserver.jsoncopy import clone
 from lahar.apiserver.meta import meta, now_rfc3339, parse_time, random_suffix, spec_part
 from lahar.apiserver.registry import Registry
 from lahar.apiserver.resources import ResourceType
@@ -73,6 +73,7 @@ class ObjectService:
         self.registry = registry
         self.admission = admission
         self._ctx = lookups.default_context(store)
+        self._list_cache: dict[tuple[str, str, str, int], patch.ListSemantics] = {}
 
     # ---- reads -------------------------------------------------------------------
 
@@ -159,7 +160,7 @@ class ObjectService:
                 f"the API version in the data ({api_version}) does not match the expected API "
                 f"version ({rt.api_version})"
             )
-        obj = copy.deepcopy(obj)
+        obj = clone(obj)
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
         if not isinstance(obj.get("metadata", {}), dict):
             raise bad_request(
@@ -195,9 +196,16 @@ class ObjectService:
             )
 
     def _lists(self, rt: ResourceType) -> patch.ListSemantics:
-        if rt.builtin:
-            return patch.builtin_list_semantics(rt.api_version, rt.kind)
-        return patch.schema_list_semantics(rt.schema or {})
+        """The kind's list semantics, built once per kind (and per CRD schema version)."""
+        key = (rt.group, rt.version, rt.plural, id(rt.schema))
+        lists = self._list_cache.get(key)
+        if lists is None:
+            if rt.builtin:
+                lists = patch.builtin_list_semantics(rt.api_version, rt.kind)
+            else:
+                lists = patch.schema_list_semantics(rt.schema or {})
+            self._list_cache[key] = lists
+        return lists
 
     # ---- create ------------------------------------------------------------------
 
@@ -276,13 +284,15 @@ class ObjectService:
 
     def _merge_subresource(self, rt: ResourceType, old: Obj, new: Obj, subresource: str) -> Obj:
         if subresource == "finalize":  # a namespace's spec.finalizers, written by its finaliser
-            merged = copy.deepcopy(old)
+            merged = clone(old)
             merged.setdefault("spec", {})["finalizers"] = (new.get("spec") or {}).get(
                 "finalizers"
             ) or []
             return merged
         if subresource == "status":
-            merged = copy.deepcopy(old)
+            # Only status and the write's bookkeeping come from the request; the rest is
+            # the stored object (shared read-only below the top level and metadata).
+            merged = {**old, "metadata": dict(meta(old))}
             if "status" in new:
                 merged["status"] = new["status"]
             else:
@@ -290,11 +300,11 @@ class ObjectService:
             mnew = meta(new)
             for k in ("resourceVersion", "managedFields"):
                 if k in mnew:
-                    meta(merged)[k] = mnew[k]
+                    merged["metadata"][k] = mnew[k]
             return merged
         if rt.has_status:
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = clone(old["status"])
             else:
                 new.pop("status", None)
         return new
@@ -325,7 +335,8 @@ class ObjectService:
             else:
                 m.pop(k, None)
         new, warnings = self._check_fields(rt, new, opts)
-        new = self._default(rt, new, old, opts.subresource)
+        if opts.subresource != "status":  # a status write leaves the defaulted spec alone
+            new = self._default(rt, new, old, opts.subresource)
         if spec_part(new) != spec_part(old):
             m["generation"] = int(om.get("generation") or 1) + 1
         self._validate(rt, new, old, opts.subresource)

@@ -34,7 +34,7 @@ def patch_object(
         return _apply(svc, rt, namespace, name, old, body, opts)
     if old is None:
         raise not_found(rt.plural, name, rt.group)
-    live = svc.present(rt, copy.deepcopy(old))
+    live = svc.present(rt, old)  # fresh from the store; the engines never mutate it
     if content_type == "application/json-patch+json":
         new = patch.apply_json_patch(live, body)
     elif content_type == "application/merge-patch+json":

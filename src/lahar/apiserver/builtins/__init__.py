@@ -16,13 +16,13 @@ itself where the real server answers 403 from an admission plugin (an unknown
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
 from lahar.apiserver.builtins import cluster, configs, crds, jobs, metadata, pods, services
 from lahar.apiserver.builtins.context import DefaultContext
 from lahar.apiserver.errors import APIError, Cause, bad_request
+from lahar.apiserver.jsoncopy import clone
 from lahar.apiserver.resources import ResourceType
 
 __all__ = ["DefaultContext", "default", "validate_create", "validate_metadata", "validate_update"]
@@ -112,7 +112,7 @@ def default(
     taken from ``old``. ``subresource`` names the subresource being written
     (``"status"``, ``"finalize"``). Kinds without defaults come back as a copy.
     """
-    out = copy.deepcopy(obj)
+    out = clone(obj)
     defaulter = _DEFAULTERS.get(_key(rt)) if rt.builtin else None
     if defaulter is None:
         return out

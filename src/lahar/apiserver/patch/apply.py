@@ -21,10 +21,10 @@ object that predates field tracking has its fields attributed to a
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from lahar.apiserver.errors import APIError, Cause, bad_request
+from lahar.apiserver.jsoncopy import clone
 from lahar.apiserver.patch.fieldset import (
     FieldSet,
     Path,
@@ -148,7 +148,7 @@ def _restrict(
 ) -> dict:
     """Keep only the part of ``merged`` this endpoint may write."""
     if subresource == "status":
-        out = copy.deepcopy(live)
+        out = clone(live)
         if "status" in merged:
             out["status"] = merged["status"]
         else:
@@ -156,7 +156,7 @@ def _restrict(
         return out
     if status_subresource:
         if "status" in live and not creating:
-            merged["status"] = copy.deepcopy(live["status"])
+            merged["status"] = clone(live["status"])
         else:
             merged.pop("status", None)
     return merged
@@ -170,12 +170,12 @@ def _merge(lhs: Any, rhs: Any, spath: tuple[str, ...], lists: ListSemantics) -> 
             if key in lhs:
                 out[key] = _merge(lhs[key], value, (*spath, key), lists)
             else:
-                out[key] = copy.deepcopy(value)
+                out[key] = clone(value)
         return out
     if isinstance(lhs, list) and isinstance(rhs, list):
         lt = lists.resolve(spath)
         if lt.kind == "atomic":
-            return copy.deepcopy(rhs)
+            return clone(rhs)
         left: dict[str, Any] = {}
         for index, item in enumerate(lhs):
             element = item_element(lt, item)
@@ -193,11 +193,11 @@ def _merge(lhs: Any, rhs: Any, spath: tuple[str, ...], lists: ListSemantics) -> 
             if element in left and element in right:
                 out_list.append(_merge(left[element], right[element], spath, lists))
             elif element in right:
-                out_list.append(copy.deepcopy(right[element]))
+                out_list.append(clone(right[element]))
             else:
-                out_list.append(copy.deepcopy(left[element]))
+                out_list.append(clone(left[element]))
         return out_list
-    return copy.deepcopy(rhs)
+    return clone(rhs)
 
 
 def _merged_order(lhs: list[str], rhs: list[str]) -> list[str]:

@@ -16,13 +16,13 @@ strings used in conflict messages.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from lahar.apiserver.errors import bad_request
+from lahar.apiserver.jsoncopy import clone
 from lahar.apiserver.patch.lists import ListSemantics, ListType
 
 Path = tuple[str, ...]
@@ -250,7 +250,7 @@ def remove_paths(
     Maps and lists the removal leaves empty are dropped too, unless their own
     path is in ``keep`` (someone owns them) or they are top-level fields.
     """
-    out = copy.deepcopy(obj)
+    out = clone(obj)
     wanted = set(paths)
     # Removing a node removes its children; removing a child first could erase
     # the key that locates its list item, so only the topmost paths are used.

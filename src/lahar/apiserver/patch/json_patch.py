@@ -13,13 +13,13 @@ clients (kubectl, controllers) print and branch on them:
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import jsonpatch
 import jsonpointer
 
 from lahar.apiserver.errors import APIError, bad_request
+from lahar.apiserver.jsoncopy import clone
 
 MAX_OPERATIONS = 10000
 _GENERIC_422 = "the server rejected our request due to an error in our request"
@@ -43,7 +43,7 @@ def apply_json_patch(obj: dict, patch: object) -> dict:
     """Apply an RFC 6902 patch to ``obj`` and return the patched copy."""
     if not isinstance(patch, list):
         if patch is None:  # JSON null decodes to an empty patch in Go
-            return copy.deepcopy(obj)
+            return clone(obj)
         raise bad_request(
             f"json: cannot unmarshal {_json_kind(patch)} into Go value of type jsonpatch.Patch"
         )

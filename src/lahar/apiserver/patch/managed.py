@@ -21,6 +21,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from lahar.apiserver.jsoncopy import clone
 from lahar.apiserver.patch.fieldset import (
     FieldSet,
     Path,
@@ -81,7 +82,7 @@ class Entry:
 
     def encode(self) -> dict[str, Any]:
         if self.raw is not None:
-            return copy.deepcopy(self.raw)
+            return clone(self.raw)
         out: dict[str, Any] = {
             "manager": self.manager,
             "operation": self.operation,
@@ -201,7 +202,7 @@ def record_update(
     changed = only_tracked(diff.changed(), subresource, status_subresource)
     removed = only_tracked(diff.removed, subresource, status_subresource)
     if not changed and not removed and not from_client:
-        return copy.deepcopy(old_list) if isinstance(old_list, list) else []
+        return clone(old_list) if isinstance(old_list, list) else []
 
     api_version = str(new.get("apiVersion", ""))
     writer = Entry(manager or "unknown", operation, api_version, subresource)

@@ -9,11 +9,11 @@ kube-apiserver then fails to decode: that is reported as the same 422.
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
 from lahar.apiserver.errors import Cause, invalid
+from lahar.apiserver.jsoncopy import clone
 
 _TYPE_META = (
     'struct { APIVersion string "json:\\"apiVersion,omitempty\\""; '
@@ -24,7 +24,7 @@ _TYPE_META = (
 def merge_values(target: Any, patch: Any) -> Any:
     """The RFC 7386 MergePatch(target, patch) function; inputs are never mutated."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     out: dict[str, Any] = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -53,4 +53,4 @@ def apply_merge_patch(obj: dict, patch: object) -> dict:
         )
         raise invalid("", "", [Cause("FieldValueInvalid", message, "patch")])
     result = merge_values(obj, patch)
-    return copy.deepcopy(result)
+    return clone(result)

@@ -22,10 +22,10 @@ Failures are reported as the real server reports them: malformed directives
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from lahar.apiserver.errors import APIError, bad_request
+from lahar.apiserver.jsoncopy import clone
 from lahar.apiserver.patch.lists import ListSemantics, ListType
 
 Path = tuple[str, ...]
@@ -54,7 +54,7 @@ def apply_strategic_merge_patch(obj: dict, patch: object, lists: ListSemantics) 
         raise bad_request(
             f"json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"
         )
-    result = _merge_map(copy.deepcopy(obj), patch, (), lists)
+    result = _merge_map(clone(obj), patch, (), lists)
     return result if result is not None else {}
 
 
@@ -114,7 +114,7 @@ def _merge_map(
             base_list = current if isinstance(current, list) else []
             original[key] = _merge_list(base_list, value, child_path, lists)
         else:
-            original[key] = copy.deepcopy(value)
+            original[key] = clone(value)
 
     for key, value in patch.items():
         if key.startswith(SET_ELEMENT_ORDER):
@@ -131,7 +131,7 @@ def _merge_map(
 def _merge_list(original: list[Any], patch: list[Any], path: Path, lists: ListSemantics) -> list:
     lt = lists.resolve(path)
     if not lt.smp_merges:
-        return copy.deepcopy(patch)
+        return clone(patch)
     if any(isinstance(item, list) for item in patch) or any(
         isinstance(item, list) for item in original
     ):
@@ -144,7 +144,7 @@ def _merge_list(original: list[Any], patch: list[Any], path: Path, lists: ListSe
     merged: list[Any] = []
     for item in [*original, *patch]:
         if item not in merged:
-            merged.append(copy.deepcopy(item))
+            merged.append(clone(item))
     in_patch = [item for item in merged if item in patch]
     server_only = [item for item in merged if item not in patch]
     return _interleave(in_patch, server_only, original, lambda item: item)
@@ -155,7 +155,7 @@ def _merge_object_list(
 ) -> list[Any]:
     key = lt.merge_key
     if not key:
-        return copy.deepcopy(patch)
+        return clone(patch)
     items = [item for item in original]
     plain: list[dict[str, Any]] = []
     replace = False
