@@ -108,12 +108,29 @@ def default_components(options: UpOptions | None = None) -> list[tuple[str, Comp
     async def volcano_controllers(client: Any, informers: Any) -> None:
         await run_volcano_controllers(client, informers=informers)
 
-    return [
+    components: list[tuple[str, Component]] = [
         ("kube-controllers", kube_controllers),
         ("volcano-controllers", volcano_controllers),
         ("scheduler", scheduler),
         ("operator", operator),
     ]
+    if up.sim_nodes > 0:
+        from lahar.node.sim import SimOptions, run_sim_nodes
+
+        # Kept across restarts: `lahar up` on the same data dir finds its nodes and pods.
+        sim_options = SimOptions(
+            count=up.sim_nodes,
+            cpu=up.sim_node_cpu,
+            memory=up.sim_node_memory,
+            gpu=up.sim_node_gpu,
+            keep_nodes=True,
+        )
+
+        async def sim_nodes(client: Any, informers: Any) -> None:
+            await run_sim_nodes(client, options=sim_options, informers=informers, logs=up.logs)
+
+        components.append(("sim-nodes", sim_nodes))
+    return components
 
 
 @dataclass
@@ -122,6 +139,11 @@ class UpOptions:
 
     schedule_period: float = 1.0
     scheduler_conf: str | None = None
+    sim_nodes: int = 0
+    sim_node_cpu: str = "8"
+    sim_node_memory: str = "32Gi"
+    sim_node_gpu: int = 0
+    logs: Any = None  # the API server's pods/log router, for in-process node agents
 
 
 @dataclass

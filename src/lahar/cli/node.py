@@ -104,6 +104,12 @@ def add_sim(agents: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--keep-nodes", action="store_true", help="leave the nodes when stopping")
     p.add_argument(
+        "--no-admission",
+        dest="admission",
+        action="store_false",
+        help="run pods even if they do not fit the node (a kubelet fails them: OutOfcpu ...)",
+    )
+    p.add_argument(
         "--concurrency", type=int, default=32, help="API writes in flight at most (default 32)"
     )
     p.add_argument("--log-port", type=int, default=0, help="loopback port for pod logs (0: any)")
@@ -168,6 +174,7 @@ def run_sim(args: argparse.Namespace) -> int:
             instance_type=args.instance_type,
             labels=dict(args.label),
             keep_nodes=args.keep_nodes,
+            admission=args.admission,
             concurrency=args.concurrency,
             log_port=args.log_port,
         )

@@ -13,11 +13,12 @@ import logging
 import os
 from pathlib import Path
 
+from lahar.api.quantity import QuantityError, parse_quantity
 from lahar.cli.apiserver import add_server_args, check_port
 from lahar.cli.common import UsageError
 
 # What `lahar up` runs besides the API server (see lahar.embedded.default_components).
-COMPONENT_NAMES = ("kube-controllers", "volcano-controllers", "scheduler", "operator")
+COMPONENT_NAMES = ("kube-controllers", "volcano-controllers", "scheduler", "operator", "sim-nodes")
 
 
 def default_data_dir() -> Path:
@@ -28,6 +29,12 @@ def default_data_dir() -> Path:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("up", help="start the embedded cluster (API server, CRDs, controllers)")
     add_server_args(p, default_dir=default_data_dir())
+    p.add_argument("--sim-nodes", type=int, default=0, help="simulated nodes to run (kwok-style)")
+    p.add_argument("--sim-node-cpu", default="8", help="CPU of each simulated node")
+    p.add_argument("--sim-node-memory", default="32Gi", help="memory of each simulated node")
+    p.add_argument(
+        "--sim-node-gpu", type=int, default=0, help="nvidia.com/gpu of each simulated node"
+    )
     p.add_argument(
         "--scheduler-conf",
         default=None,
@@ -77,7 +84,23 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--schedule-period must be positive")
     if args.scheduler_conf and not Path(args.scheduler_conf).is_file():
         raise UsageError(f"--scheduler-conf: no such file {args.scheduler_conf}")
+    if args.sim_nodes < 0 or args.sim_node_gpu < 0:
+        raise UsageError("--sim-nodes and --sim-node-gpu must not be negative")
+    for flag, value in (
+        ("--sim-node-cpu", args.sim_node_cpu),
+        ("--sim-node-memory", args.sim_node_memory),
+    ):
+        try:
+            if parse_quantity(value) <= 0:
+                raise QuantityError(value)
+        except QuantityError:
+            raise UsageError(f"{flag}: {value!r} is not a positive quantity") from None
     up = embedded.UpOptions(
+        sim_nodes=args.sim_nodes,
+        sim_node_cpu=args.sim_node_cpu,
+        sim_node_memory=args.sim_node_memory,
+        sim_node_gpu=args.sim_node_gpu,
+        logs=server.state.logs,
         schedule_period=args.schedule_period,
         scheduler_conf=str(Path(args.scheduler_conf).resolve()) if args.scheduler_conf else None,
     )
