@@ -179,7 +179,17 @@ def test_vcjob_with_kubectl(stack: tuple[Cluster, subprocess.Popen[bytes]]) -> N
             "spec": {"minMember": 1, "queue": "q1"},
         }
     )
-    wait_for(lambda: (_get(cluster, "queue", "q1") or {}).get("status", {}).get("pending") == 1)
+    # Pending until the scheduler's enqueue action admits it, Inqueue after: either counts.
+    wait_for(
+        lambda: (
+            sum(
+                ((_get(cluster, "queue", "q1") or {}).get("status") or {}).get(k, 0)
+                for k in ("pending", "inqueue")
+            )
+            == 1
+        ),
+        what="q1 to count the PodGroup",
+    )
     closing = _lahar("queue", "close", "q1", "--kubeconfig", kubeconfig)
     assert closing.returncode == 0, closing.stderr
     wait_for(lambda: q1_state() == "Closing", what="q1 to be Closing")
