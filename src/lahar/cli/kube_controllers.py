@@ -11,14 +11,9 @@ SIGTERM or Ctrl-C stops it cleanly and releases the Lease.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import logging
-import signal
-import sys
 from typing import Any
 
-from lahar.cli.common import UsageError
+from lahar.cli.common import UsageError, kube_client, run_daemon, setup_logging
 
 
 def _bool(text: str) -> bool:
@@ -136,44 +131,15 @@ def options_from(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from lahar.controllers.run import build_manager
-    from lahar.kube import client as kclient
-    from lahar.kube.leaderelection import LeadershipLost
 
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
+    setup_logging(args.verbose)
     options = options_from(args)
-    try:
-        client = kclient.from_kubeconfig(args.kubeconfig, field_manager="lahar-controller-manager")
-    except Exception as exc:  # missing file, bad YAML, unknown context
-        raise UsageError(f"--kubeconfig: {exc}") from None
-
-    async def main() -> int:
-        mgr = build_manager(client, options=options)
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, mgr.stop)
-
-        async def announce() -> None:
-            with contextlib.suppress(Exception):
-                await mgr.wait_started(30)
-                where = f"http://127.0.0.1:{mgr.port}" if mgr.port else "off"
-                names = ", ".join(options.controllers)
-                print(f"lahar kube-controllers running ({names}); health: {where}", flush=True)
-
-        note = asyncio.create_task(announce())
-        try:
-            await mgr.run()
-        except LeadershipLost as exc:
-            print(f"lahar kube-controllers: {exc}; exiting", file=sys.stderr)
-            return 1
-        finally:
-            note.cancel()
-            await client.close()
-        return 0
-
-    try:
-        return asyncio.run(main())
-    except KeyboardInterrupt:
-        return 130
+    client = kube_client(args.kubeconfig, "lahar-controller-manager")
+    names = ", ".join(options.controllers)
+    return run_daemon(
+        "kube-controllers",
+        client,
+        lambda: build_manager(client, options=options),
+        lambda mgr: mgr,
+        lambda where: f"lahar kube-controllers running ({names}); health: {where}",
+    )

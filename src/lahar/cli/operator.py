@@ -12,15 +12,10 @@ status 1, to be restarted. SIGTERM or Ctrl-C stops it cleanly.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import logging
 import os
-import signal
-import sys
 from typing import Any
 
-from lahar.cli.common import UsageError
+from lahar.cli.common import UsageError, kube_client, run_daemon, setup_logging
 
 
 def register(sub: Any) -> None:
@@ -84,50 +79,19 @@ def options_from(args: argparse.Namespace, env: dict[str, str] | None = None) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from lahar.kube import client as kclient
-    from lahar.kube.leaderelection import LeadershipLost
     from lahar.kuberay.operator import build_operator
 
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
+    setup_logging(args.verbose)
     options = options_from(args)
-    try:
-        client = kclient.from_kubeconfig(args.kubeconfig, field_manager="kuberay-operator")
-    except Exception as exc:  # missing file, bad YAML, unknown context
-        raise UsageError(f"--kubeconfig: {exc}") from None
-
-    async def main() -> int:
-        op = build_operator(client, options=options)
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, op.manager.stop)
-
-        async def announce() -> None:
-            with contextlib.suppress(Exception):
-                await op.manager.wait_started(30)
-                port = op.manager.port
-                where = f"http://127.0.0.1:{port}" if port else "off"
-                scheduler = options.batch_scheduler or "none"
-                print(
-                    f"lahar operator running (batch scheduler: {scheduler}, "
-                    f"concurrency {options.reconcile_concurrency}); health: {where}",
-                    flush=True,
-                )
-
-        note = asyncio.create_task(announce())
-        try:
-            await op.run()
-        except LeadershipLost as exc:
-            print(f"lahar operator: {exc}; exiting", file=sys.stderr)
-            return 1
-        finally:
-            note.cancel()
-            await client.close()
-        return 0
-
-    try:
-        return asyncio.run(main())
-    except KeyboardInterrupt:
-        return 130
+    client = kube_client(args.kubeconfig, "kuberay-operator")
+    scheduler = options.batch_scheduler or "none"
+    return run_daemon(
+        "operator",
+        client,
+        lambda: build_operator(client, options=options),
+        lambda op: op.manager,
+        lambda where: (
+            f"lahar operator running (batch scheduler: {scheduler}, "
+            f"concurrency {options.reconcile_concurrency}); health: {where}"
+        ),
+    )

@@ -11,15 +11,10 @@ that loses it exits with status 1, to be restarted.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import logging
 import re
-import signal
-import sys
 from typing import Any
 
-from lahar.cli.common import UsageError
+from lahar.cli.common import UsageError, kube_client, run_daemon, setup_logging
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -109,48 +104,23 @@ def options_from(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lahar.kube import client as kclient
-    from lahar.kube.leaderelection import LeadershipLost
     from lahar.scheduler.daemon import SchedulerDaemon
     from lahar.scheduler.framework.conf import ConfigError
 
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
+    setup_logging(args.verbose)
     options = options_from(args)
-    try:
-        client = kclient.from_kubeconfig(args.kubeconfig, field_manager="vc-scheduler")
-    except Exception as exc:  # missing file, bad YAML, unknown context
-        raise UsageError(f"--kubeconfig: {exc}") from None
+    client = kube_client(args.kubeconfig, "vc-scheduler")
 
-    async def main() -> int:
+    def build() -> SchedulerDaemon:
         try:
-            daemon = SchedulerDaemon(client, options=options)
+            return SchedulerDaemon(client, options=options)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, daemon.stop)
 
-        async def announce() -> None:
-            with contextlib.suppress(Exception):
-                await daemon.manager.wait_started(30)
-                where = f"http://{options.health_host}:{daemon.port}" if daemon.port else "off"
-                print(f"lahar scheduler running; health and metrics: {where}", flush=True)
-
-        note = asyncio.create_task(announce())
-        try:
-            await daemon.run()
-        except LeadershipLost as exc:
-            print(f"lahar scheduler: {exc}; exiting", file=sys.stderr)
-            return 1
-        finally:
-            note.cancel()
-            await client.close()
-        return 0
-
-    try:
-        return asyncio.run(main())
-    except KeyboardInterrupt:
-        return 130
+    return run_daemon(
+        "scheduler",
+        client,
+        build,
+        lambda daemon: daemon.manager,
+        lambda where: f"lahar scheduler running; health and metrics: {where}",
+    )

@@ -73,6 +73,9 @@ class Operator:
         finally:
             await self.ctx.dashboards.close()
 
+    def stop(self) -> None:
+        self.manager.stop()
+
 
 def build_operator(
     client: lightkube.AsyncClient,
