@@ -29,6 +29,7 @@ COMMANDS: tuple[str, ...] = (
     "bench",
     "node",
     "operator",
+    "webhook",
 )
 
 
