@@ -281,7 +281,10 @@ def test_kubectl_verbs_on_lahar_crds(cluster: Cluster) -> None:
         "apiVersion": "ray.io/v1",
         "kind": "RayJob",
         "metadata": {"name": "verbs"},
-        "spec": {"entrypoint": "python -c 'print(1)'", "clusterSelector": {"ray.io/cluster": "shared"}},
+        "spec": {
+            "entrypoint": "python -c 'print(1)'",
+            "clusterSelector": {"ray.io/cluster": "shared"},
+        },
     }
     proc = subprocess.Popen(
         [
@@ -305,7 +308,12 @@ def test_kubectl_verbs_on_lahar_crds(cluster: Cluster) -> None:
         cluster.kubectl("label", "rayjob", "verbs", "team=ml")
         cluster.kubectl("annotate", "rayjob", "verbs", "owner=me")
         cluster.kubectl(
-            "patch", "rayjob", "verbs", "--type=merge", "-p", '{"spec":{"entrypoint":"python -c 1"}}'
+            "patch",
+            "rayjob",
+            "verbs",
+            "--type=merge",
+            "-p",
+            '{"spec":{"entrypoint":"python -c 1"}}',
         )
         described = cluster.kubectl("describe", "rayjob", "verbs").stdout
         assert "team=ml" in described and "Entrypoint:" in described

@@ -9,6 +9,7 @@ body. Nothing here decides API semantics; that lives in ``objects.py``,
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import logging
@@ -122,7 +123,9 @@ class APIApp:
         route: routing.Route | None = None
         try:
             self._authenticate(request)
-            response, route = await self._dispatch(request)
+            with contextlib.suppress(APIError):  # known before dispatch, so errors are labelled
+                route = routing.parse(request.url.path, self.state.registry)
+            response, _ = await self._dispatch(request)
         except APIError as exc:
             response = _json(exc.to_status(), exc.code)
         except storemod.StoreError as exc:

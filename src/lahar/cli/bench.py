@@ -13,17 +13,18 @@ from typing import Any
 
 from lahar.cli.common import UsageError
 
-TARGETS = ("apiserver", "scheduler", "runtime")
+TARGETS = ("apiserver", "scheduler", "runtime", "e2e", "operator")
 
-# option destination -> (target it belongs to, default)
-DEFAULTS: dict[str, tuple[str, Any]] = {
-    "seconds": ("apiserver", 5.0),
-    "concurrency": ("apiserver", 16),
-    "nodes": ("scheduler", 1000),
-    "pods": ("scheduler", 10000),
-    "seed": ("scheduler", 0),
-    "objects": ("runtime", 10000),
-    "subprocess": ("runtime", False),
+# option destination -> (targets it belongs to, default)
+DEFAULTS: dict[str, tuple[tuple[str, ...], Any]] = {
+    "seconds": (("apiserver",), 5.0),
+    "concurrency": (("apiserver",), 16),
+    "nodes": (("scheduler", "e2e"), 1000),
+    "pods": (("scheduler", "e2e"), 10000),
+    "seed": (("scheduler", "e2e"), 0),
+    "objects": (("runtime",), 10000),
+    "subprocess": (("runtime",), False),
+    "clusters": (("operator",), 1000),
 }
 
 
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     api = p.add_argument_group("apiserver options")
     api.add_argument("--seconds", type=float, help="duration of each write phase (default 5)")
     api.add_argument("--concurrency", type=int, help="concurrent writers (default 16)")
-    sched = p.add_argument_group("scheduler options")
+    sched = p.add_argument_group("scheduler and e2e options")
     sched.add_argument("--nodes", type=int, help="nodes in the synthetic cluster (default 1000)")
     sched.add_argument("--pods", type=int, help="pending pods to schedule (default 10000)")
     sched.add_argument("--seed", type=int, help="seed of the cluster and tie-breaks (default 0)")
@@ -46,17 +47,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         const=True,
         help="reach the API server in a separate process over HTTPS (default: in-process)",
     )
+    op = p.add_argument_group("operator options")
+    op.add_argument("--clusters", type=int, help="RayClusters of 1 head + 3 workers (default 1000)")
     p.set_defaults(func=run)
 
 
 def _options(args: argparse.Namespace, target: str) -> dict[str, Any]:
     """The target's options with defaults filled in; another target's option is an error."""
     out: dict[str, Any] = {}
-    for dest, (owner, default) in DEFAULTS.items():
+    for dest, (owners, default) in DEFAULTS.items():
         value = getattr(args, dest, None)
-        if owner != target:
+        if target not in owners:
             if value is not None:
-                raise UsageError(f"--{dest} applies to 'lahar bench {owner}' only")
+                names = " and ".join(f"'lahar bench {o}'" for o in owners)
+                raise UsageError(f"--{dest} applies to {names} only")
             continue
         out[dest] = default if value is None else value
     return out
@@ -79,11 +83,22 @@ def run(args: argparse.Namespace) -> int:
         from lahar.bench import runtime
 
         result = runtime.run(objects=opts["objects"], in_process=not opts["subprocess"])
+    elif args.target == "operator":
+        if opts["clusters"] < 1:
+            raise UsageError("--clusters must be at least 1")
+        from lahar.bench import operator
+
+        result = operator.run(clusters=opts["clusters"])
     else:
         if opts["nodes"] < 1 or opts["pods"] < 0:
             raise UsageError("--nodes must be at least 1 and --pods must not be negative")
-        from lahar.bench import scheduler
+        if args.target == "e2e":
+            from lahar.bench import e2e
 
-        result = scheduler.run(nodes=opts["nodes"], pods=opts["pods"], seed=opts["seed"])
+            result = e2e.run(nodes=opts["nodes"], pods=opts["pods"], seed=opts["seed"])
+        else:
+            from lahar.bench import scheduler
+
+            result = scheduler.run(nodes=opts["nodes"], pods=opts["pods"], seed=opts["seed"])
     print(json.dumps(result, indent=2))
     return 0

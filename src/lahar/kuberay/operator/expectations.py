@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from lahar.kube.cache import Cache
 
-CREATE_TIMEOUT = 30.0
+CREATE_TIMEOUT = 300.0  # client-go's ExpectationsTimeout: a loaded informer can lag well past 30 s
 HEAD_GROUP = ""
 
 

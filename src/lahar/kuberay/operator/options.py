@@ -6,6 +6,11 @@ switches in :class:`lahar.kuberay.options.OperatorOptions`, held here as
 ``build``, plus the RayJob timers and ``DELETE_RAYJOB_CR_AFTER_JOB_FINISHES``) and
 the test seams: the wall clock every deadline reads, the HTTP transport of the Ray
 dashboard client, and how a dashboard URL becomes an address.
+
+One seam reaches the ``lahar operator`` process through its environment, for tests
+only: ``LAHAR_DASHBOARD_OVERRIDE=host:port`` sends every dashboard call to that
+address once the head pod is Running with an IP (simulated nodes run no Ray, so an
+end-to-end test serves a stand-in Ray Jobs API there). Never set it in production.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from lahar.kuberay.naming import Suffixes
 from lahar.kuberay.options import OperatorOptions as BuildOptions
 
 BATCH_SCHEDULERS = ("volcano",)
+DASHBOARD_OVERRIDE_ENV = "LAHAR_DASHBOARD_OVERRIDE"  # test seam: "host:port"
 LEASE_NAME = "kuberay-operator"
 
 
@@ -102,5 +108,20 @@ class OperatorOptions:
                 env.get("DELETE_RAYJOB_CR_AFTER_JOB_FINISHES", "").lower() == "true"
             ),
         }
+        override = env.get(DASHBOARD_OVERRIDE_ENV)
+        if override:
+            values["pod_address"] = dashboard_override(override)
         values.update(overrides)
         return cls(**values)
+
+
+def dashboard_override(address: str) -> Callable[[dict[str, Any], int], tuple[str, int]]:
+    """A ``pod_address`` that maps every head pod to ``host:port`` (the test seam)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"{DASHBOARD_OVERRIDE_ENV} must be host:port, got {address!r}")
+
+    def pod_address(_pod: dict[str, Any], _port: int) -> tuple[str, int]:
+        return host, int(port)
+
+    return pod_address

@@ -87,8 +87,8 @@ class GangPlugin(Plugin):
 
     def on_session_close(self, ssn: Session) -> None:
         for job in ssn.jobs.values():
-            if not job.tasks:
-                continue
+            # A PodGroup whose pods do not exist yet is unready too, and says so (as in
+            # Volcano: "N/0 tasks in gang unschedulable").
             if job.is_ready():
                 job.conditions["Scheduled"] = {
                     "type": "Scheduled",
