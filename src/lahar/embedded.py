@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -158,7 +160,7 @@ async def run(server: Any, options: EmbeddedOptions) -> None:
     from lahar.kube import client as kclient
     from lahar.kube.factory import InformerFactory
 
-    serving = asyncio.create_task(server.serve(), name="apiserver")
+    serving = asyncio.create_task(server.serve(handle_signals=False), name="apiserver")
     while not server.state.ready and not serving.done():
         await asyncio.sleep(0.01)
     client = kclient.in_process(server.app, token=server.creds.token, field_manager="lahar")
@@ -166,9 +168,17 @@ async def run(server: Any, options: EmbeddedOptions) -> None:
     tasks: list[asyncio.Task[None]] = []
     for name, component in options.components:
         tasks.append(asyncio.create_task(_supervise(name, component, client, informers), name=name))
+    stopping = asyncio.Event()
+    if threading.current_thread() is threading.main_thread():
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stopping.set)
+    waiter = asyncio.create_task(stopping.wait())
     try:
-        await serving
+        await asyncio.wait({serving, waiter}, return_when=asyncio.FIRST_COMPLETED)
     finally:
+        # Components first (they would otherwise see the server vanish under them), then
+        # the informers and the client, then the server.
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -178,6 +188,10 @@ async def run(server: Any, options: EmbeddedOptions) -> None:
             await informers.stop()
         with contextlib.suppress(Exception):
             await client.close()
+        waiter.cancel()
+        server.shutdown()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await serving
 
 
 async def _supervise(name: str, component: Component, client: Any, informers: Any) -> None:

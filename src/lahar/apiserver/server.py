@@ -14,6 +14,7 @@ import logging
 import signal
 import socket
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import uvicorn
@@ -98,15 +99,14 @@ class APIServer:
         self.port = self._sock.getsockname()[1]
         security.write_kubeconfig(self.kubeconfig_path, self.url, self.creds)
 
-    async def serve(self) -> None:
-        """Serve until :meth:`shutdown` (or SIGINT/SIGTERM when run as the main task).
-
-        uvicorn re-raises a captured SIGINT/SIGTERM once it has shut down; the
-        handlers installed here make that a no-op, so a signalled stop exits 0.
-        """
-        if threading.current_thread() is threading.main_thread():
+    async def serve(self, *, handle_signals: bool = True) -> None:
+        """Serve until :meth:`shutdown`; with ``handle_signals`` (and on the main
+        thread), SIGINT/SIGTERM call :meth:`shutdown`. ``lahar up`` passes False and
+        stops its components before the server, so none of them sees it vanish."""
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(sig, lambda *_: None)
+                loop.add_signal_handler(sig, self.shutdown)
         if self._sock is None:
             self.bind()
         config = uvicorn.Config(
@@ -120,7 +120,7 @@ class APIServer:
             http="httptools",
             loop="uvloop",
         )
-        self._uvicorn = uvicorn.Server(config)
+        self._uvicorn = _QuietServer(config)
         self.gc.start()
         self.state.ready = True
         log.info("API server listening on %s (started %s)", self.url, now_rfc3339())
@@ -144,6 +144,15 @@ class APIServer:
             with contextlib.suppress(OSError):
                 self._sock.close()
             self._sock = None
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handling: whoever runs the server decides what a
+    signal stops first (uvicorn would also re-raise the signal after shutting down)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 def _system_write():
