@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests use (kubectl 1.32 is already on every machine).
 need=()
 command -v kubectl >/dev/null || { echo "kubectl 1.32 is required on PATH" >&2; exit 1; }
-for pkg in iproute2 procps; do
+for pkg in iproute2 procps nftables util-linux; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
