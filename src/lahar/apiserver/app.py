@@ -22,7 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from lahar import __version__
-from lahar.apiserver import routing
+from lahar.apiserver import jsoncopy, routing
 from lahar.apiserver import store as storemod
 from lahar.apiserver.errors import APIError, bad_request, conflict, expired, too_large, unauthorized
 from lahar.apiserver.metrics import Metrics
@@ -41,9 +41,7 @@ def _json(
     headers: dict[str, str] | None = None,
     content_type: str = "application/json",
 ) -> Response:
-    return Response(
-        json.dumps(data, separators=(",", ":")), status, headers=headers, media_type=content_type
-    )
+    return Response(jsoncopy.dumps(data), status, headers=headers, media_type=content_type)
 
 
 def _store_error(exc: storemod.StoreError, route: routing.Route) -> APIError:

@@ -25,6 +25,7 @@ from lahar.apiserver.errors import (
     invalid,
     method_not_allowed,
 )
+from lahar.apiserver.jsoncopy import clone
 from lahar.apiserver.logs import LogRequest
 from lahar.apiserver.meta import meta, now_rfc3339
 from lahar.apiserver.routing import Route
@@ -132,7 +133,7 @@ def bind(
         )
     if dry_run:
         return
-    new = copy.deepcopy(pod)
+    new = clone(pod)
     new["spec"]["nodeName"] = node
     annotations = (body.get("metadata") or {}).get("annotations")
     if annotations:

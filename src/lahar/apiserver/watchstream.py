@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import json
 import random
 from collections.abc import AsyncIterator
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from lahar.apiserver import selectors, tables
+from lahar.apiserver import jsoncopy, selectors, tables
 from lahar.apiserver import store as storemod
 from lahar.apiserver.errors import bad_request, expired
 from lahar.apiserver.meta import meta
@@ -33,7 +32,7 @@ Obj = dict[str, Any]
 
 
 def _line(event_type: str, obj: Obj) -> bytes:
-    return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+    return jsoncopy.dumps({"type": event_type, "object": obj}) + b"\n"
 
 
 async def serve(state: ServerState, request: Request, route: Route, as_table: bool) -> Response:

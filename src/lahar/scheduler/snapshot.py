@@ -31,6 +31,7 @@ from lahar.scheduler.api.queue import QueueInfo
 from lahar.scheduler.api.resources import CPU, MEMORY, ResourceError, ResourceSpace
 from lahar.scheduler.api.task import COMPLETED_SET, TaskInfo
 from lahar.scheduler.gcpause import paused_gc
+from lahar.scheduler.memo import ParseMemo
 from lahar.scheduler.podspec import (
     GROUP_ANNOTATION,
     PREEMPTABLE_KEY,
@@ -111,8 +112,16 @@ def _int(value: Any, where: str, default: int) -> int:
 
 
 class _Builder:
-    def __init__(self, objects: list[dict[str, Any]], scheduler_names: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        objects: list[dict[str, Any]],
+        scheduler_names: tuple[str, ...],
+        memo: ParseMemo | None = None,
+    ) -> None:
         self.scheduler_names = scheduler_names
+        self.memo = memo if memo is not None else ParseMemo()
+        # id(object) -> (namespace, name, description), checked once per build
+        self._seen: dict[int, tuple[str, str, str]] = {}
         self.by_kind: dict[str, list[dict[str, Any]]] = {}
         for obj in objects:
             kind = obj.get("kind")
@@ -120,18 +129,29 @@ class _Builder:
                 raise SnapshotError(f"object {meta(obj).get('name', '?')!r} has no kind")
             self.by_kind.setdefault(kind, []).append(obj)
         self.space = ResourceSpace(self._resource_names())
+        self.names = tuple(self.space.names)
+
+    def _remember(self, obj: dict[str, Any], named: tuple[str, str]) -> None:
+        self._seen[id(obj)] = (*named, _CURRENT[0])
+
+    def _named(self, obj: dict[str, Any]) -> tuple[str, str]:
+        """:func:`_name` of an object :meth:`_resource_names` already checked."""
+        namespace, name, where = self._seen[id(obj)]
+        _CURRENT[0] = where
+        return namespace, name
 
     def _resource_names(self) -> set[str]:
         names: set[str] = set()
         for node in self.by_kind.get("Node", []):
-            _name(node, "Node", False)
+            self._remember(node, _name(node, "Node", False))
             status = node.get("status") or {}
             names.update((status.get("allocatable") or status.get("capacity") or {}).keys())
+        memo = self.memo
         for pod in self.by_kind.get("Pod", []):
-            _name(pod, "Pod", True)
-            names.update(resource_names(pod))
+            self._remember(pod, _name(pod, "Pod", True))
+            names.update(memo.names("Pod", pod, lambda pod=pod: resource_names(pod)))
         for pg in self.by_kind.get("PodGroup", []):
-            _name(pg, "PodGroup", True)
+            self._remember(pg, _name(pg, "PodGroup", True))
             names.update(((pg.get("spec") or {}).get("minResources") or {}).keys())
         for queue in self.by_kind.get("Queue", []):
             _name(queue, "Queue", False)
@@ -161,7 +181,7 @@ class _Builder:
     def nodes(self) -> NodeTable:
         rows = []
         for node in self.by_kind.get("Node", []):
-            _, name = _name(node, "Node", False)
+            _, name = self._named(node)
             rows.append((name, node))
         rows.sort(key=lambda r: r[0])
         alloc = np.zeros((len(rows), self.space.size))
@@ -169,7 +189,12 @@ class _Builder:
         for i, (name, node) in enumerate(rows):
             status = node.get("status") or {}
             source = status.get("allocatable") or status.get("capacity")
-            alloc[i] = self.vector(source, f"Node {name}: status.allocatable")
+            alloc[i] = self.memo.vector(
+                "Node",
+                node,
+                self.names,
+                lambda s=source, n=name: self.vector(s, f"Node {n}: status.allocatable"),
+            )
             spec = node.get("spec") or {}
             labels.append(dict(meta(node).get("labels") or {}))
             taints.append(list(spec.get("taints") or []))
@@ -242,7 +267,7 @@ class _Builder:
         jobs: dict[str, JobInfo] = {}
         skipped: dict[str, str] = {}
         for pg in self.by_kind.get("PodGroup", []):
-            namespace, name = _name(pg, "PodGroup", True)
+            namespace, name = self._named(pg)
             where = _describe("PodGroup", namespace, name)
             spec = pg.get("spec") or {}
             minimum = _int(spec.get("minMember"), f"{where}: spec.minMember", 1)
@@ -270,7 +295,14 @@ class _Builder:
                 preemptable=parse_bool(annotation_or_label(pg, PREEMPTABLE_KEY), False),
                 phase=str((pg.get("status") or {}).get("phase") or "Pending"),
                 min_resources=(
-                    None if min_res is None else self.vector(min_res, f"{where}: spec.minResources")
+                    None
+                    if min_res is None
+                    else self.memo.vector(
+                        "PodGroup",
+                        pg,
+                        self.names,
+                        lambda r=min_res, w=where: self.vector(r, f"{w}: spec.minResources"),
+                    )
                 ),
                 creation=str(meta(pg).get("creationTimestamp") or ""),
                 podgroup=pg,
@@ -291,7 +323,7 @@ class _Builder:
         skipped: dict[str, str] = {}
         built: list[tuple[str, TaskInfo, bool]] = []
         for pod in self.by_kind.get("Pod", []):
-            namespace, name = _name(pod, "Pod", True)
+            namespace, name = self._named(pod)
             where = _describe("Pod", namespace, name)
             spec = pod.get("spec") or {}
             annotations = meta(pod).get("annotations") or {}
@@ -303,7 +335,9 @@ class _Builder:
                 namespace=namespace,
                 name=name,
                 job=f"{namespace}/{group}" if group and ours else "",
-                resreq=pod_request(self.space, pod, where),
+                resreq=self.memo.vector(
+                    "Pod", pod, self.names, lambda p=pod, w=where: pod_request(self.space, p, w)
+                ),
                 status=task_status(pod),
                 role=annotation_or_label(pod, TASK_SPEC_KEY) or "",
                 priority=priority,
@@ -340,17 +374,26 @@ class _Builder:
 
 
 def build_cluster(
-    objects: list[dict[str, Any]], *, scheduler_names: tuple[str, ...] = SCHEDULER_NAMES
+    objects: list[dict[str, Any]],
+    *,
+    scheduler_names: tuple[str, ...] = SCHEDULER_NAMES,
+    memo: ParseMemo | None = None,
 ) -> ClusterInfo:
-    """The session input for these objects; :class:`SnapshotError` on bad input."""
+    """The session input for these objects; :class:`SnapshotError` on bad input.
+    ``memo`` (the live scheduler's) reuses what earlier builds read from objects that
+    have not changed since (see :mod:`lahar.scheduler.memo`)."""
     with paused_gc():
-        return _build_cluster(objects, scheduler_names)
+        return _build_cluster(objects, scheduler_names, memo)
 
 
-def _build_cluster(objects: list[dict[str, Any]], scheduler_names: tuple[str, ...]) -> ClusterInfo:
+def _build_cluster(
+    objects: list[dict[str, Any]], scheduler_names: tuple[str, ...], memo: ParseMemo | None
+) -> ClusterInfo:
     _CURRENT[0] = "input"
+    if memo is not None:
+        memo.begin()
     try:
-        builder = _Builder(objects, scheduler_names)
+        builder = _Builder(objects, scheduler_names, memo)
         classes, default_prio = builder.priority_classes()
         nodes = builder.nodes()
         queues = builder.queues()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from lahar.volcano import constants as c
@@ -139,3 +141,27 @@ async def test_closing_a_parent_closes_its_children(vc: VC) -> None:
         return CLOSED_BY_PARENT_KEY not in (q["metadata"].get("annotations") or {})
 
     await eventually(unmarked)
+
+
+async def test_count_writes_are_coalesced_and_converge(vc: VC) -> None:
+    await vc.create(QUEUES, queue("busy"), None)
+    await eventually(lambda: _state_is(vc, "busy", "Open"))
+    for i in range(12):
+        await vc.create(PODGROUPS, podgroup(f"c{i}", "busy"))
+    for i in range(0, 12, 2):
+        await vc.set_podgroup_phase(f"c{i}", "Running")
+
+    async def latest() -> bool:
+        s = await _status(vc, "busy")
+        return s.get("pending") == 6 and s.get("running") == 6
+
+    await eventually(latest)
+    await asyncio.sleep(0.7)  # a coalesced write still due would land by now
+    after = await vc.get(QUEUES, "busy", None) or {}
+    assert (after["status"]["pending"], after["status"]["running"]) == (6, 6)
+    await vc.set_podgroup_phase("c1", "Running")  # a lone change after a quiet spell
+    await eventually(lambda: _running_is(vc, "busy", 7), timeout=2.0)
+
+
+async def _running_is(vc: VC, name: str, running: int) -> bool:
+    return (await _status(vc, name)).get("running") == running

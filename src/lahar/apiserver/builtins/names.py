@@ -9,6 +9,7 @@ wording; kubectl users paste them into searches, so they are kept verbatim.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 
@@ -111,6 +112,17 @@ def path_segment(value: str) -> list[str]:
 
 def qualified_name(value: str) -> list[str]:
     """A label key: optional DNS-subdomain prefix and ``/``, then a 63-char name."""
+    return list(_qualified_name(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _qualified_name(value: str) -> tuple[str, ...]:
+    """:func:`qualified_name`, remembered: the same few keys (condition types,
+    annotation keys) come with every write."""
+    return tuple(_check_qualified_name(value))
+
+
+def _check_qualified_name(value: str) -> list[str]:
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:

@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from lahar.apiserver.errors import bad_request
 from lahar.apiserver.jsoncopy import clone
 from lahar.apiserver.patch.lists import ListSemantics, ListType
@@ -172,6 +174,24 @@ def compare(old: Any, new: Any, lists: ListSemantics) -> Comparison:
     return result
 
 
+# Above this depth, equal subtrees (a status write's untouched spec) are skipped whole.
+_SAME_DEPTH = 2
+
+
+def _same(lhs: Any, rhs: Any) -> bool:
+    """Whether two containers are identical down to the types of their leaves (so
+    walking them would find no difference): the same object, or the same orjson bytes,
+    which tell ``1`` from ``1.0`` and ``true`` and keep list order. False when unsure."""
+    if lhs is rhs:
+        return True
+    if type(lhs) is not type(rhs) or not isinstance(lhs, dict | list):
+        return False
+    try:
+        return orjson.dumps(lhs) == orjson.dumps(rhs)
+    except (TypeError, orjson.JSONEncodeError):
+        return False
+
+
 def _items(lt: ListType, value: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if isinstance(value, list):
@@ -193,10 +213,14 @@ def _cmp(
     if container == "dict" and lists.object_kind(spath) != "atomic" and (lhs or rhs):
         left = lhs if isinstance(lhs, dict) else {}
         right = rhs if isinstance(rhs, dict) else {}
+        shallow = len(fpath) < _SAME_DEPTH
         for key in {**left, **right}:
+            lval, rval = left.get(key, _MISSING), right.get(key, _MISSING)
+            if shallow and _same(lval, rval):
+                continue
             _cmp(
-                left.get(key, _MISSING),
-                right.get(key, _MISSING),
+                lval,
+                rval,
                 (*fpath, "f:" + key),
                 (*spath, key),
                 lists,

@@ -25,6 +25,7 @@ which gives the same answer for the non-negative requests a session handles.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Iterable, Mapping
@@ -114,11 +115,17 @@ class ResourceSpace:
         if not isinstance(resources, Mapping):
             raise ResourceError(f"{where}: expected a map of resource quantities")
         for name, raw in resources.items():
-            amount = parse_amount(raw, f"{where}.{name}")
-            col = self.index.get(str(name))
-            if col is None:
-                continue
-            vec[col] = math.ceil(amount * self.unit_scale(str(name)))
+            key = str(name)
+            scale = self.unit_scale(key)
+            value = None
+            if isinstance(raw, str | int | float) and not isinstance(raw, bool):
+                with contextlib.suppress(QuantityError):
+                    value = _cached_scaled(raw, scale)
+            if value is None:  # not a cached kind, bad or negative: the checked path
+                value = math.ceil(parse_amount(raw, f"{where}.{name}") * scale)
+            col = self.index.get(key)
+            if col is not None:
+                vec[col] = value
         return vec
 
     def to_quantities(self, vec: Vector, *, skip_zero: bool = True) -> dict[str, str]:
@@ -142,6 +149,14 @@ class ResourceSpace:
 @functools.lru_cache(maxsize=4096)
 def _cached_quantity(raw: str | int | float) -> Fraction:
     return parse_quantity(raw)
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_scaled(raw: str | int | float, scale: int) -> int | None:
+    """``ceil(quantity * scale)``, None when negative: the exact (Fraction) sum done
+    once per distinct quantity string rather than once per resource list read."""
+    amount = _cached_quantity(raw)
+    return None if amount < 0 else math.ceil(amount * scale)
 
 
 def parse_amount(raw: Any, where: str) -> Fraction:

@@ -36,6 +36,7 @@ from lahar.kube.factory import InformerFactory
 from lahar.kube.resource import Resource, object_key
 from lahar.scheduler.api.cluster import ClusterInfo
 from lahar.scheduler.api.task import TaskStatus
+from lahar.scheduler.memo import ParseMemo
 from lahar.scheduler.snapshot import SnapshotError, build_cluster
 
 __all__ = [
@@ -82,6 +83,7 @@ class Snapshot:
     binding: set[str]  # pod uids to show as Binding
     scheduler_names: tuple[str, ...]
     taken: float = field(default_factory=time.monotonic)
+    memo: ParseMemo | None = None  # the cache's: what unchanged objects parsed to
 
 
 def _uid(obj: Obj) -> str:
@@ -107,6 +109,8 @@ class SchedulerCache:
         self.evicting: dict[str, str] = {}  # pod key -> uid
         # "Kind/key" -> (resourceVersion, why): objects set aside until they change
         self.rejected: dict[str, tuple[str, str]] = {}
+        # parse results by uid + resourceVersion, reused by the next session's build
+        self.memo = ParseMemo()
 
     async def wait_for_sync(self, timeout: float | None = None) -> bool:
         results = await asyncio.gather(
@@ -199,7 +203,7 @@ class SchedulerCache:
             if rejected and _set_aside(rejected, "Pod", pod):
                 continue
             objects.append(pod if "kind" in pod else {**pod, "kind": "Pod"})
-        return Snapshot(objects, binding, names)
+        return Snapshot(objects, binding, names, memo=self.memo)
 
     def set_aside(self, bad: dict[str, tuple[str, str]]) -> None:
         """Remember objects the core could not read (logged once per version)."""
@@ -231,7 +235,9 @@ def build(snapshot: Snapshot) -> tuple[ClusterInfo, dict[str, tuple[str, str]]]:
     objects = snapshot.objects
     bad: dict[str, tuple[str, str]] = {}
     try:
-        cluster = build_cluster(objects, scheduler_names=snapshot.scheduler_names)
+        cluster = build_cluster(
+            objects, scheduler_names=snapshot.scheduler_names, memo=snapshot.memo
+        )
     except SnapshotError:
         # find the culprits one by one (rare), then build without them
         for obj in objects:
@@ -243,7 +249,7 @@ def build(snapshot: Snapshot) -> tuple[ClusterInfo, dict[str, tuple[str, str]]]:
         if not bad:
             raise
         good = [o for o in objects if _ident(str(o.get("kind")), o) not in bad]
-        cluster = build_cluster(good, scheduler_names=snapshot.scheduler_names)
+        cluster = build_cluster(good, scheduler_names=snapshot.scheduler_names, memo=snapshot.memo)
     if snapshot.binding:
         for job in cluster.jobs.values():
             for uid in snapshot.binding.intersection(job.tasks):

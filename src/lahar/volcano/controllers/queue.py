@@ -27,10 +27,17 @@ phase counts as pending) with a JSON merge patch on ``/status``, so the schedule
 ``status.allocated`` is never touched. Volcano stopped writing the counts in v1.11 and
 only exports them as metrics; lahar writes both (the metrics are
 ``volcano_queue_pod_group_<phase>_count{queue_name}``).
+
+Count writes are coalesced (lahar decision, for write load): a queue whose only change
+is its counts gets at most one status write per ``count_interval`` (0.5 s); a change
+within that window requeues the queue for when it ends, and that reconcile writes the
+counts of that moment, so the status always converges to the latest counts. A state
+change is written at once, with the counts. The metrics are never delayed.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -165,8 +172,11 @@ class QueueController:
         ensure_default_queues: bool = True,
         write_counts: bool = True,
         fill_parent: bool = True,
+        count_interval: float = 0.5,
     ) -> None:
         self.client = client
+        self.count_interval = count_interval
+        self._counts_written: dict[str, float] = {}  # queue -> monotonic time of last write
         self.recorder = recorder
         self.ensure_default_queues = ensure_default_queues
         self.write_counts = write_counts
@@ -197,6 +207,7 @@ class QueueController:
         queue = self.queues.get(name)
         if queue is None:
             self.metrics.forget(name)
+            self._counts_written.pop(name, None)
             if self.ensure_default_queues and name in _DEFAULT_QUEUES:
                 await create(
                     self.client,
@@ -235,12 +246,19 @@ class QueueController:
         patch: Obj = {}
         if state != current:
             patch["state"] = state
+        later: float | None = None
         if self.write_counts:
-            patch.update({k: v for k, v in counts.items() if status.get(k) != v})
+            changed = {k: v for k, v in counts.items() if status.get(k) != v}
+            wait = self._counts_wait(name) if changed and not patch else 0.0
+            if wait > 0:
+                later = wait  # coalesce: written with the latest counts when it ends
+            else:
+                patch.update(changed)
         if patch:
             await patch_merge(
                 self.client, QUEUES, None, name, {"status": patch}, subresource="status"
             )
+            self._counts_written[name] = time.monotonic()
             if "state" in patch:
                 reason = action if action != c.SYNC_QUEUE else "SyncQueue"
                 self.recorder.normal(
@@ -259,7 +277,14 @@ class QueueController:
                 if rest.status_code(exc) not in (400, 404, 409, 422):
                     raise
                 logger(__name__).warning("could not update queue %s: %s", name, exc)
-        return Result()
+        return Result(requeue_after=later)
+
+    def _counts_wait(self, name: str) -> float:
+        """Seconds until queue ``name`` may have its counts written again."""
+        last = self._counts_written.get(name)
+        if last is None or self.count_interval <= 0:
+            return 0.0
+        return max(0.0, last + self.count_interval - time.monotonic())
 
     async def _annotate(self, name: str, values: dict[str, str | None]) -> None:
         await patch_merge(self.client, QUEUES, None, name, {"metadata": {"annotations": values}})
