@@ -121,9 +121,8 @@ class APIApp:
         route: routing.Route | None = None
         try:
             self._authenticate(request)
-            with contextlib.suppress(APIError):  # known before dispatch, so errors are labelled
-                route = routing.parse(request.url.path, self.state.registry)
-            response, _ = await self._dispatch(request)
+            route = self._route(request.url.path)  # before dispatch, so errors are labelled
+            response = await self._dispatch(request, route)
         except APIError as exc:
             response = _json(exc.to_status(), exc.code)
         except storemod.StoreError as exc:
@@ -148,28 +147,37 @@ class APIApp:
         if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip(), self.state.token):
             raise unauthorized()
 
-    async def _dispatch(self, request: Request) -> tuple[Response, routing.Route | None]:
+    def _route(self, path: str) -> routing.Route | None:
+        """The API route of ``path``; None for the server's own endpoints (and for a
+        path that is no API route, which dispatch answers 404)."""
+        if not path.startswith(("/api/", "/apis/")) and path not in ("/api", "/apis"):
+            return None
+        with contextlib.suppress(APIError):
+            return routing.parse(path, self.state.registry)
+        return None
+
+    async def _dispatch(self, request: Request, route: routing.Route | None) -> Response:
         path = request.url.path
-        method = request.method
         if path == "/version":
-            return _json(self._version()), None
+            return _json(self._version())
         if path in ("/livez", "/readyz", "/healthz"):
             ok = self.state.ready or path == "/livez"
             return Response(
                 "ok" if ok else "not ready", 200 if ok else 503, media_type="text/plain"
-            ), None
+            )
         if path == "/metrics":
             body, ctype = self.metrics.render(self.state)
-            return Response(body, media_type=ctype), None
+            return Response(body, media_type=ctype)
         if path.startswith("/openapi/"):
-            return self.state.openapi.respond(path, request.query_params), None
-        route = routing.parse(path, self.state.registry)
+            return self.state.openapi.respond(path, request.query_params)
+        if route is None:
+            route = routing.parse(path, self.state.registry)  # raises the right 404
         accept = request.headers.get("accept", "")
         if route.kind != "resource":
-            return self._discovery(route, accept), route
+            return self._discovery(route, accept)
         from lahar.apiserver import handlers
 
-        return await handlers.handle(self.state, request, route, method, accept), route
+        return await handlers.handle(self.state, request, route, request.method, accept)
 
     def _version(self) -> dict[str, str]:
         return {
