@@ -20,6 +20,7 @@ import asyncio
 import datetime as dt
 import ipaddress
 import logging
+import shutil
 import signal
 import socket
 import sys
@@ -224,7 +225,13 @@ def run(args: argparse.Namespace) -> int:
     if args.sync_timeout <= 0:
         raise UsageError("--sync-timeout must be positive")
     cert, key = _tls_files(args)
-    sock = _bind(args.bind_address, args.port)
+    generated = None if args.tls_cert_file else cert.parent  # our temp dir, removed at exit
+    try:
+        sock = _bind(args.bind_address, args.port)
+    except BaseException:
+        if generated is not None:
+            shutil.rmtree(generated, ignore_errors=True)
+        raise
     # uvicorn re-raises a captured SIGINT/SIGTERM after shutting down; make that a no-op
     # so a signalled stop exits 0 (the stop itself is uvicorn's graceful shutdown).
     if threading.current_thread() is threading.main_thread():
@@ -236,3 +243,5 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         sock.close()
+        if generated is not None:
+            shutil.rmtree(generated, ignore_errors=True)
