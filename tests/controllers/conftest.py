@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -22,40 +20,29 @@ from lahar.apiserver.server import APIServer
 from lahar.controllers.common import JOBS, MERGE_PATCH, NODES, PODS
 from lahar.controllers.options import ControllerOptions
 from lahar.controllers.run import build_manager
-from lahar.kube import client as kclient
 from lahar.kube import rest
 from lahar.kube.manager import Manager
+from tests.embedded import closing_server, fast_server, in_process_client, private_dir
 
 Obj = dict[str, Any]
 
 
 @pytest.fixture
 def tmp_path() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="lahar-controllers-test-"))
-    try:
+    with private_dir("lahar-controllers-test-") as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[APIServer]:
-    srv = APIServer(tmp_path / "data", port=0)
-    srv.state.bookmark_interval = 0.2
-    srv.gc.start()
-    try:
+    async with closing_server(fast_server(tmp_path / "data")) as srv:
         yield srv
-    finally:
-        await srv.close()
 
 
 @pytest.fixture
 async def client(server: APIServer) -> AsyncIterator[lightkube.AsyncClient]:
-    c = kclient.in_process(server.app, token=server.creds.token)
-    try:
+    async with in_process_client(server) as c:
         yield c
-    finally:
-        await c.close()
 
 
 @contextlib.asynccontextmanager

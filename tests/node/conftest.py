@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -16,10 +14,10 @@ import lightkube
 import pytest
 
 from lahar.apiserver.server import APIServer
-from lahar.kube import client as kclient
 from lahar.kube import rest
 from lahar.node.registration import LEASES, NODE_LEASE_NAMESPACE, NODES, PODS
 from lahar.node.sim import SimFleet, SimOptions
+from tests.embedded import closing_server, fast_server, in_process_client, private_dir
 
 Obj = dict[str, Any]
 
@@ -27,30 +25,20 @@ Obj = dict[str, Any]
 @pytest.fixture
 def tmp_path() -> Iterator[Path]:
     """A private temp dir, removed when the test ends, pass or fail."""
-    path = Path(tempfile.mkdtemp(prefix="lahar-node-test-"))
-    try:
+    with private_dir("lahar-node-test-") as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[APIServer]:
-    srv = APIServer(tmp_path / "data", port=0)
-    srv.state.bookmark_interval = 0.2
-    try:
+    async with closing_server(fast_server(tmp_path / "data", gc=False)) as srv:
         yield srv
-    finally:
-        await srv.close()
 
 
 @pytest.fixture
 async def client(server: APIServer) -> AsyncIterator[lightkube.AsyncClient]:
-    c = kclient.in_process(server.app, token=server.creds.token)
-    try:
+    async with in_process_client(server) as c:
         yield c
-    finally:
-        await c.close()
 
 
 FleetFactory = Callable[..., contextlib.AbstractAsyncContextManager[SimFleet]]

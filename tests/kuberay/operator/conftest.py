@@ -22,10 +22,10 @@ import pytest
 
 from lahar.apiserver.server import APIServer
 from lahar.embedded import admission_chain, install_crds
-from lahar.kube import client as kclient
 from lahar.kube import rest
 from lahar.kube.reconcile import Request, Result
 from lahar.kuberay.operator import OperatorOptions, build_operator, kinds
+from tests.embedded import closing_server, fast_server, in_process_client
 from tests.kuberay.helpers import minimal_cluster, minimal_job
 from tests.kuberay.operator.fakeray import FakeRayFleet
 
@@ -72,28 +72,19 @@ def template_dir() -> Iterator[Path]:
 
 def new_server(path: Path, template: Path, *, admission: bool = True) -> APIServer:
     shutil.copytree(template, path)
-    srv = APIServer(path, port=0, admission=admission_chain() if admission else None)
-    srv.state.bookmark_interval = 0.2
-    srv.gc.start()
-    return srv
+    return fast_server(path, admission=admission_chain() if admission else None)
 
 
 @pytest.fixture
 async def server(tmp_dir: Path, template_dir: Path) -> AsyncIterator[APIServer]:
-    srv = new_server(tmp_dir / "data", template_dir)
-    try:
+    async with closing_server(new_server(tmp_dir / "data", template_dir)) as srv:
         yield srv
-    finally:
-        await srv.close()
 
 
 @pytest.fixture
 async def client(server: APIServer) -> AsyncIterator[lightkube.AsyncClient]:
-    c = kclient.in_process(server.app, token=server.creds.token)
-    try:
+    async with in_process_client(server) as c:
         yield c
-    finally:
-        await c.close()
 
 
 @pytest.fixture
