@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +93,38 @@ class ServerProcess:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@dataclass
+class EmbeddedStack:
+    """An in-process embedded cluster for the whole-stack benchmarks: the API server
+    (with lahar's CRDs and admission), an in-process client, shared informers and a
+    fleet of simulated nodes (not started). Components are added by the benchmark."""
+
+    tmp: Path
+    server: Any
+    client: Any
+    informers: Any
+    fleet: Any
+
+
+def embedded_stack(prefix: str, nodes: int) -> EmbeddedStack:
+    from lahar.apiserver.server import APIServer
+    from lahar.embedded import admission_chain, install_crds, install_volcano_admission
+    from lahar.kube import client as kclient
+    from lahar.kube.factory import InformerFactory
+    from lahar.node.sim import SimFleet, SimOptions
+
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    server = APIServer(tmp / "data", port=0, admission=admission_chain())
+    install_volcano_admission(server.state)
+    install_crds(server.state)
+    client = kclient.in_process(server.app, token=server.creds.token, field_manager="bench")
+    informers = InformerFactory(client)
+    fleet = SimFleet(
+        client,
+        SimOptions(count=nodes, cpu="32", memory="128Gi", pods=110),
+        informers=informers,
+        logs=server.state.logs,
+    )
+    return EmbeddedStack(tmp, server, client, informers, fleet)

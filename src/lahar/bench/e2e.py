@@ -28,12 +28,10 @@ import io
 import pstats
 import random
 import shutil
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-from lahar.bench.common import machine, percentile
+from lahar.bench.common import embedded_stack, machine, percentile
 
 GANG_SIZES = (1, 2, 4, 8, 16)
 SHAPES = (("100m", "128Mi"), ("250m", "256Mi"), ("500m", "512Mi"), ("1", "1Gi"))
@@ -122,28 +120,14 @@ async def _measure(
     timeout: float,
     session_in_thread: bool = True,
 ) -> dict[str, Any]:
-    from lahar.apiserver.server import APIServer
-    from lahar.embedded import admission_chain, install_crds, install_volcano_admission
-    from lahar.kube import client as kclient
     from lahar.kube import rest
-    from lahar.kube.factory import InformerFactory
     from lahar.node.registration import PODS
-    from lahar.node.sim import SimFleet, SimOptions
     from lahar.scheduler.daemon import SchedulerOptions, run_scheduler
     from lahar.volcano.controllers.manager import run_volcano_controllers
 
-    tmp = Path(tempfile.mkdtemp(prefix="lahar-bench-e2e-"))
-    server = APIServer(tmp / "data", port=0, admission=admission_chain())
-    install_volcano_admission(server.state)
-    install_crds(server.state)
-    client = kclient.in_process(server.app, token=server.creds.token, field_manager="bench")
-    informers = InformerFactory(client)
-    fleet = SimFleet(
-        client,
-        SimOptions(count=nodes, cpu="32", memory="128Gi", pods=110),
-        informers=informers,
-        logs=server.state.logs,
-    )
+    stack = embedded_stack("lahar-bench-e2e-", nodes)
+    tmp, server, client = stack.tmp, stack.server, stack.client
+    informers, fleet = stack.informers, stack.fleet
     created: dict[str, float] = {}
     bound: dict[str, float] = {}
 

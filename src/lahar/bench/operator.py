@@ -21,12 +21,10 @@ import asyncio
 import contextlib
 import math
 import shutil
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-from lahar.bench.common import machine
+from lahar.bench.common import embedded_stack, machine
 from lahar.bench.e2e import _wait_queue_open, request_counts
 
 NAMESPACE = "default"
@@ -77,29 +75,15 @@ def _reconciles(op: Any) -> float:
 async def _measure(
     clusters: int, workers: int, nodes: int, concurrency: int, timeout: float
 ) -> dict[str, Any]:
-    from lahar.apiserver.server import APIServer
-    from lahar.embedded import admission_chain, install_crds, install_volcano_admission
-    from lahar.kube import client as kclient
     from lahar.kube import rest
-    from lahar.kube.factory import InformerFactory
     from lahar.kuberay.operator import OperatorOptions, build_operator
     from lahar.node.registration import PODS
-    from lahar.node.sim import SimFleet, SimOptions
     from lahar.scheduler.daemon import SchedulerOptions, run_scheduler
     from lahar.volcano.controllers.manager import run_volcano_controllers
 
-    tmp = Path(tempfile.mkdtemp(prefix="lahar-bench-operator-"))
-    server = APIServer(tmp / "data", port=0, admission=admission_chain())
-    install_volcano_admission(server.state)
-    install_crds(server.state)
-    client = kclient.in_process(server.app, token=server.creds.token, field_manager="bench")
-    informers = InformerFactory(client)
-    fleet = SimFleet(
-        client,
-        SimOptions(count=nodes, cpu="32", memory="128Gi", pods=110),
-        informers=informers,
-        logs=server.state.logs,
-    )
+    stack = embedded_stack("lahar-bench-operator-", nodes)
+    tmp, server, client = stack.tmp, stack.server, stack.client
+    informers, fleet = stack.informers, stack.fleet
     expected = clusters * (1 + workers)
     created: dict[str, float] = {}
     bound: dict[str, float] = {}
