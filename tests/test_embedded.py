@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from lahar import embedded
 from lahar.cli.up import COMPONENT_NAMES
 
 
 def test_every_component_can_be_disabled_by_name() -> None:
-    up = embedded.UpOptions(sim_nodes=2)
+    from lahar.node.local.agent import LocalOptions
+
+    up = embedded.UpOptions(sim_nodes=2, local_node=LocalOptions(state_dir=Path("/nonexistent")))
     assert [name for name, _ in embedded.default_components(up)] == list(COMPONENT_NAMES)
 
 

@@ -132,6 +132,24 @@ def default_components(options: UpOptions | None = None) -> list[tuple[str, Comp
             await run_sim_nodes(client, options=sim_options, informers=informers, logs=up.logs)
 
         components.append(("sim-nodes", sim_nodes))
+    if up.local_node is not None:
+        from lahar.node.local.agent import run_local_node
+
+        local_options = up.local_node
+
+        async def local_node(client: Any, informers: Any) -> None:
+            await run_local_node(client, options=local_options, informers=informers, logs=up.logs)
+
+        components.append(("local-node", local_node))
+    if up.demo is not None:
+        from lahar.demo import run_demo
+
+        demo_file = up.demo
+
+        async def demo(client: Any, informers: Any) -> None:
+            await run_demo(client, demo_file, kubeconfig=up.kubeconfig)
+
+        components.append(("demo", demo))
     return components
 
 
@@ -146,6 +164,9 @@ class UpOptions:
     sim_node_memory: str = "32Gi"
     sim_node_gpu: int = 0
     logs: Any = None  # the API server's pods/log router, for in-process node agents
+    local_node: Any = None  # LocalOptions of the local node, or None for none
+    demo: Any = None  # a manifest file to apply and follow to its end (``--demo``)
+    kubeconfig: Any = None  # shown to the user by the demo
 
 
 @dataclass

@@ -31,10 +31,19 @@ class Cluster:
     """A ``lahar apiserver`` or ``lahar up`` subprocess on a private data dir."""
 
     def __init__(
-        self, data_dir: Path, command: str = "apiserver", extra: tuple[str, ...] = ()
+        self,
+        data_dir: Path,
+        command: str = "apiserver",
+        extra: tuple[str, ...] = (),
+        *,
+        local_node: bool = False,
     ) -> None:
         self.data_dir = data_dir
         self.command = command
+        # `lahar up` runs the local node by default; only the tests about it want one
+        # (it owns a bridge and pod namespaces, and real processes run on it).
+        if command == "up" and not local_node:
+            extra = ("--no-local-node", *extra)
         self.extra = extra
         self.proc: subprocess.Popen[bytes] | None = None
         self.cache_dir = Path(tempfile.mkdtemp(prefix="lahar-kubectl-cache-"))

@@ -117,11 +117,17 @@ def add_sim(agents: argparse._SubParsersAction) -> None:
 
 
 # The node agents, in the order `lahar node --help` lists them.
-AGENTS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (add_sim,)
+def _add_local(agents: argparse._SubParsersAction) -> None:
+    from lahar.cli.nodelocal import add_local
+
+    add_local(agents)
+
+
+AGENTS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (add_sim, _add_local)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("node", help="run a node agent (simulated nodes)")
+    p = sub.add_parser("node", help="run a node agent (simulated nodes, or the local node)")
     agents = p.add_subparsers(dest="agent", metavar="AGENT")
     for add in AGENTS:
         add(agents)

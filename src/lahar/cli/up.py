@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import logging
 import os
+import sys
 from pathlib import Path
 
 from lahar.api.quantity import QuantityError, parse_quantity
@@ -18,7 +19,14 @@ from lahar.cli.apiserver import add_server_args, check_port
 from lahar.cli.common import UsageError
 
 # What `lahar up` runs besides the API server (see lahar.embedded.default_components).
-COMPONENT_NAMES = ("kube-controllers", "volcano-controllers", "scheduler", "operator", "sim-nodes")
+COMPONENT_NAMES = (
+    "kube-controllers",
+    "volcano-controllers",
+    "scheduler",
+    "operator",
+    "sim-nodes",
+    "local-node",
+)
 
 
 def default_data_dir() -> Path:
@@ -43,6 +51,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--schedule-period", type=float, default=1.0, help="seconds between scheduling sessions"
+    )
+    p.add_argument(
+        "--no-local-node",
+        dest="local_node",
+        action="store_false",
+        help="do not run the local node (pods as local processes; it needs root)",
+    )
+    p.add_argument(
+        "--local-node-name", default=None, help="the local node's name (default: hostname)"
+    )
+    p.add_argument("--local-node-cpu", default=None, help="CPU of the local node (default: all)")
+    p.add_argument(
+        "--local-node-memory", default=None, help="memory of the local node (default: all)"
+    )
+    p.add_argument(
+        "--local-node-bridge", default="lahar0", help="bridge of the local node's pod network"
+    )
+    p.add_argument(
+        "--local-node-cidr", default="10.244.0.0/16", help="addresses of the local node's pods"
+    )
+    p.add_argument(
+        "--demo",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="FILE",
+        help="apply a RayJob manifest once the cluster is up and follow it to its end, "
+        "printing its logs (default: lahar's own small demo)",
     )
     p.add_argument(
         "--disable",
@@ -95,6 +131,14 @@ def run(args: argparse.Namespace) -> int:
                 raise QuantityError(value)
         except QuantityError:
             raise UsageError(f"{flag}: {value!r} is not a positive quantity") from None
+    local = _local_node_options(args) if args.local_node and "local-node" not in disabled else None
+    demo = None
+    if args.demo is not None:
+        from lahar.demo import default_manifest
+
+        demo = Path(args.demo).resolve() if args.demo else default_manifest()
+        if not demo.is_file():
+            raise UsageError(f"--demo: no such file {args.demo}")
     up = embedded.UpOptions(
         sim_nodes=args.sim_nodes,
         sim_node_cpu=args.sim_node_cpu,
@@ -103,6 +147,9 @@ def run(args: argparse.Namespace) -> int:
         logs=server.state.logs,
         schedule_period=args.schedule_period,
         scheduler_conf=str(Path(args.scheduler_conf).resolve()) if args.scheduler_conf else None,
+        local_node=local,
+        demo=demo,
+        kubeconfig=args.data_dir / "kubeconfig",
     )
     options = embedded.EmbeddedOptions(
         components=[(n, c) for n, c in embedded.default_components(up) if n not in disabled]
@@ -127,3 +174,38 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _local_node_options(args: argparse.Namespace) -> object | None:
+    """The local node's options, or None (with the reason printed) when it cannot run."""
+    from lahar.node.local.network import check_privileges
+
+    problem = check_privileges()
+    if problem:
+        print(
+            f"lahar up: running without the local node, which needs: {problem}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return None
+    from lahar.node.local.agent import LocalOptions, default_node_name
+
+    for flag, value in (
+        ("--local-node-cpu", args.local_node_cpu),
+        ("--local-node-memory", args.local_node_memory),
+    ):
+        if value is None:
+            continue
+        try:
+            if parse_quantity(value) <= 0:
+                raise QuantityError(value)
+        except QuantityError:
+            raise UsageError(f"{flag}: {value!r} is not a positive quantity") from None
+    return LocalOptions(
+        state_dir=args.data_dir / "node-local",
+        node_name=args.local_node_name or default_node_name(),
+        cpu=args.local_node_cpu,
+        memory=args.local_node_memory,
+        bridge=args.local_node_bridge,
+        cidr=args.local_node_cidr,
+    )
