@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests use (kubectl 1.32 is already on every machine).
 need=()
 command -v kubectl >/dev/null || { echo "kubectl 1.32 is required on PATH" >&2; exit 1; }
-for pkg in iproute2 procps nftables util-linux; do
+for pkg in iproute2 procps nftables util-linux wget; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -16,7 +16,8 @@ fi
 
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[test]'
+# Ray from PyPI: the local node's end-to-end tests run real Ray clusters.
+.venv/bin/python -m pip install -q -e '.[test,ray]'
 
 .venv/bin/ruff check src tests
 .venv/bin/ruff format --check src tests

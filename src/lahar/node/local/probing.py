@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lahar.node.local.pods import PodWorker
-    from lahar.node.local.probes import ContainerProbes
     from lahar.node.local.runtime import Run
     from lahar.node.local.status import ContainerState
 
@@ -55,7 +54,7 @@ class NsenterExec:
 
 
 class _Wired:
-    def __init__(self, probes: ContainerProbes | None) -> None:
+    def __init__(self, probes: Any) -> None:
         self.probes = probes
 
     async def stop(self) -> None:
@@ -66,10 +65,6 @@ class _Wired:
 def start_probes(worker: PodWorker, container: Obj, cs: ContainerState, run: Run) -> _Wired:
     """Start the probes of a container that has just started running."""
     kinds = ("startupProbe", "livenessProbe", "readinessProbe")
-    try:  # TEMPORARY until probes lands
-        import lahar.node.local.probes  # noqa: F401
-    except ImportError:
-        container = {}
     if not any(container.get(k) for k in kinds):
         cs.ready = True
         worker.write_status()
@@ -84,25 +79,36 @@ def start_probes(worker: PodWorker, container: Obj, cs: ContainerState, run: Run
     def on_result(kind: str, ok: bool, message: str) -> None:
         if kind == "readiness":
             cs.ready = ok
+            if not ok and message:
+                worker.ctx.events.event(
+                    worker.pod, "Warning", "Unhealthy", f"Readiness probe failed: {message}"
+                )
         elif kind == "startup":
             cs.started = ok
             if ok and not container.get("readinessProbe"):
                 cs.ready = True
-        if not ok and kind in ("liveness", "startup"):
-            worker.ctx.events.event(
-                worker.pod, "Warning", "Unhealthy", f"{kind.capitalize()} probe failed: {message}"
-            )
-            asyncio.get_running_loop().create_task(_restart(worker, run))
-        elif not ok:
-            worker.ctx.events.event(
-                worker.pod, "Warning", "Unhealthy", f"Readiness probe failed: {message}"
-            )
         worker.write_status()
+
+    def on_failure(kind: str, message: str) -> None:
+        worker.ctx.events.event(
+            worker.pod, "Warning", "Unhealthy", f"{kind.capitalize()} probe failed: {message}"
+        )
+        worker.ctx.events.event(
+            worker.pod,
+            "Normal",
+            "Killing",
+            f"Container {cs.name} failed {kind} probe, will be restarted",
+        )
+        asyncio.get_running_loop().create_task(_restart(worker, run))
 
     from lahar.node.local.probes import ContainerProbes
 
     probes = ContainerProbes(
-        container, pod_ip=worker.state.pod_ip, exec_runner=runner, on_result=on_result
+        container,
+        pod_ip=worker.state.pod_ip,
+        exec_runner=runner,
+        on_result=on_result,
+        on_failure=on_failure,
     )
     probes.start()
     return _Wired(probes)

@@ -162,6 +162,7 @@ def _child(spec: dict[str, Any], out_w: int, err_w: int, report_w: int) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ):
             signal.signal(sig, signal.SIG_DFL)
         os.setsid()
+        _raise_nofile()
         if spec.get("pid_namespace", True):
             mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         apply_mounts(spec.get("mounts", []), spec["overlay_dir"])
@@ -186,6 +187,19 @@ def _child(spec: dict[str, Any], out_w: int, err_w: int, report_w: int) -> None:
             os.write(report_w, json.dumps({"message": message}).encode())
         finally:
             os._exit(127)
+
+
+def _raise_nofile(limit: int = 1 << 20) -> None:
+    """Give the container the open-files limit a container runtime gives (1M), so that
+    KubeRay's ``ulimit -n 65536`` works; keep what there is if that is not allowed."""
+    import resource
+
+    try:
+        with open("/proc/sys/fs/nr_open") as f:
+            limit = min(limit, int(f.read()))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+    except (OSError, ValueError):
+        pass
 
 
 def run(spec: dict[str, Any]) -> int:
