@@ -105,6 +105,13 @@ class PodWorker:
 
     async def main(self) -> None:
         try:
+            phase = (self.pod.get("status") or {}).get("phase")
+            if phase in (SUCCEEDED, FAILED):
+                # It ran here before (this agent's or an earlier one's); only its logs are
+                # left, until it is deleted.
+                self.state.phase = phase
+                await self.deleting.wait()
+                raise _Stop
             adopted = self._adopt()
             await self._prepare()
             if not adopted:
@@ -116,6 +123,10 @@ class PodWorker:
         except Exception:
             log.exception("pod %s: the agent failed running it", self.key)
         await self._shutdown()
+        if not self.deleting.is_set():
+            # Finished: its logs stay until the pod is deleted (or the agent stops).
+            await self.deleting.wait()
+            await self._shutdown()
 
     def _adopt(self) -> bool:
         """Take over the runs an earlier agent left; True if the containers were running."""
