@@ -85,7 +85,7 @@ class LocalOptions:
     max_pods: int = 110
     bridge: str = "lahar0"
     cidr: str = "10.244.0.0/16"
-    owner_tag: str = "lahar"
+    owner_tag: str | None = None  # what this node's network pieces are tagged with
     path_prepend: list[str] | None = None  # default: the running Python's bin dir
     env: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
@@ -94,6 +94,16 @@ class LocalOptions:
     log_host: str = "127.0.0.1"
     log_port: int = 0
     stop_grace: float = 5.0
+
+    def tag(self) -> str:
+        """The owner tag of the network pieces: ``lahar`` on the default bridge, else
+        derived from the bridge, so two agents on two bridges never clean up each
+        other's pods."""
+        if self.owner_tag:
+            return self.owner_tag
+        if self.bridge == "lahar0":
+            return "lahar"
+        return (re.sub(r"[^A-Za-z0-9_]", "_", self.bridge) or "lahar")[:12]
 
     def capacity(self) -> dict[str, str]:
         return {
@@ -154,7 +164,7 @@ class LocalNode:
             )
         opts.state_dir.mkdir(parents=True, exist_ok=True)
         self.network = PodNetwork(
-            opts.state_dir, bridge=opts.bridge, cidr=opts.cidr, owner_tag=opts.owner_tag
+            opts.state_dir, bridge=opts.bridge, cidr=opts.cidr, owner_tag=opts.tag()
         )
         try:
             await asyncio.to_thread(self.network.ensure)
@@ -172,6 +182,7 @@ class LocalNode:
             lookups=Lookups(configmap=self._configmap, secret=self._secret),
             pods=self.pod_informer.cache,
             hosts_for=self._hosts_for,
+            paths_in_use=self._paths_in_use,
             allocatable=opts.capacity(),
             stop_grace=opts.stop_grace,
         )
@@ -327,6 +338,16 @@ class LocalNode:
             pods=list(self.pod_informer.cache),
             pod_ip=pod_ip,
         )
+
+    def _paths_in_use(self, exclude_uid: str) -> set[str]:
+        paths: set[str] = set()
+        for uid, worker in self.workers.items():
+            if uid == exclude_uid:
+                continue
+            spec = worker.pod.get("spec") or {}
+            for c in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+                paths.update(m.get("mountPath", "") for m in c.get("volumeMounts") or ())
+        return paths
 
     def _schedule_hosts(self) -> None:
         if self._hosts_timer is None and not self._closing:

@@ -73,6 +73,8 @@ class NodeContext:
     lookups: Lookups
     pods: Cache  # the pod informer's cache
     hosts_for: Callable[[Obj, str], str]  # (pod, its IP) -> /etc/hosts
+    # Container paths the other pods here mount volumes at (pod uid to leave out).
+    paths_in_use: Callable[[str], set[str]] = lambda _uid: set()
     allocatable: dict[str, str] = field(default_factory=dict)
     stop_grace: float = 5.0  # the longest a container gets when the agent itself stops
 

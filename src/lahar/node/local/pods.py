@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import shutil
 import time
 from pathlib import Path
@@ -43,6 +44,7 @@ Obj = dict[str, Any]
 
 BACKOFF_START, BACKOFF_MAX = 10.0, 300.0
 RETRY = 5.0  # a sandbox or config error is retried this often
+CREATED = "created-mountpoints"  # mount points the shims had to make on the host
 
 
 class _Stop(Exception):
@@ -322,6 +324,7 @@ class PodWorker:
             "hostname": self._hostname(),
             "pid_namespace": True,
             "overlay_dir": str(self.dir / "overlay" / cs.name),
+            "created_file": str(self.dir / "run" / CREATED),
             "log_file": str(log_dir / f"{cs.restart_count}.log"),
             "mounts": self._mounts(mounts),
         }
@@ -409,8 +412,24 @@ class PodWorker:
             return
         if not self.deleting.is_set():
             return  # finished: the logs stay until the pod is deleted
+        self._remove_created_mountpoints()
         shutil.rmtree(self.dir, ignore_errors=True)
         await self._confirm_deletion()
+
+    def _remove_created_mountpoints(self) -> None:
+        """Remove the (empty) directories the shims made directly under ``/`` for this
+        pod's mounts, unless another pod here mounts something there too."""
+        try:
+            made = set((self.dir / "run" / CREATED).read_text().split())
+        except OSError:
+            return
+        in_use = self.ctx.paths_in_use(self.uid)
+        for top in made:
+            if not top.startswith("/") or top.count("/") != 1:
+                continue
+            if any(p == top or p.startswith(top + "/") for p in in_use):
+                continue
+            _remove_empty_tree(Path(top))
 
     async def _confirm_deletion(self) -> None:
         ns, name = self.key.split("/", 1)
@@ -459,6 +478,13 @@ class PodWorker:
             )
 
         ctx.writer.submit(key, write)
+
+
+def _remove_empty_tree(top: Path) -> None:
+    """rmdir ``top`` and the directories under it, bottom up; files are never removed."""
+    for dirpath, _dirs, _files in sorted(os.walk(top), key=lambda w: -len(w[0])):
+        with contextlib.suppress(OSError):
+            os.rmdir(dirpath)
 
 
 __all__ = ["FAILED", "PENDING", "RUNNING", "SUCCEEDED", "PodWorker"]

@@ -47,6 +47,7 @@ MS_REMOUNT = 32
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -88,37 +89,64 @@ def _nearest_existing(path: str) -> str:
     return path
 
 
-def _overlay(parent: str, state: str, done: set[str]) -> None:
-    """Make ``parent`` writable for new mount points, privately, with an overlay."""
+def _overlay(parent: str, state: str, done: set[str]) -> bool:
+    """Make ``parent`` writable for new mount points, privately, with an overlay.
+
+    True if an overlay was mounted now: it hides whatever was mounted under ``parent``."""
     if parent in done:
-        return
+        return False
     key = hashlib.sha1(parent.encode()).hexdigest()[:12]
     upper, work = os.path.join(state, key, "u"), os.path.join(state, key, "w")
     os.makedirs(upper, exist_ok=True)
     os.makedirs(work, exist_ok=True)
     mount("overlay", parent, "overlay", 0, f"lowerdir={parent},upperdir={upper},workdir={work}")
     done.add(parent)
+    return True
 
 
-def ensure_mountpoint(target: str, is_dir: bool, overlay_state: str, overlays: set[str]) -> None:
-    """Create ``target`` (a directory or an empty file) without touching the host's files."""
-    if os.path.lexists(target):
-        return
-    parent = _nearest_existing(os.path.dirname(target))
-    if parent != "/":
-        _overlay(parent, overlay_state, overlays)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    if is_dir:
-        os.makedirs(target, exist_ok=True)
-    else:
-        with open(target, "a"):
-            pass
+class Mountpoints:
+    """Creates mount points without touching the host's files, where it can.
+
+    Under an existing directory other than ``/``, a private overlay of that directory
+    takes the new entries. Directly under ``/`` (an overlay of the root would hide
+    /proc, /dev and every other mount) the directory is created on the host and its
+    path written to ``created_fd``, so the agent can remove it with the pod."""
+
+    def __init__(self, overlay_state: str, created_fd: int | None) -> None:
+        self.overlay_state = overlay_state
+        self.created_fd = created_fd
+        self.overlays: set[str] = set()
+
+    def ensure(self, target: str, is_dir: bool) -> str | None:
+        """Create ``target``; returns the directory newly covered by an overlay, if any."""
+        if os.path.lexists(target):
+            return None
+        parent = _nearest_existing(os.path.dirname(target))
+        covered = None
+        if parent != "/":
+            if _overlay(parent, self.overlay_state, self.overlays):
+                covered = parent
+        elif self.created_fd is not None:
+            top = "/" + target.strip("/").split("/", 1)[0]
+            os.write(self.created_fd, (top + "\n").encode())
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if is_dir:
+            os.makedirs(target, exist_ok=True)
+        else:
+            with open(target, "a"):
+                pass
+        return covered
 
 
-def apply_mounts(mounts: list[dict[str, Any]], overlay_state: str) -> None:
+def _under(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def apply_mounts(
+    mounts: list[dict[str, Any]], overlay_state: str, created_fd: int | None = None
+) -> None:
     """Make the mounts in order. Every source is opened first (``O_PATH``), so an overlay
     made for one mount point can never redirect another mount's source."""
-    overlays: set[str] = set()
     sources: dict[int, tuple[int, bool]] = {}
     for i, m in enumerate(mounts):
         if not m.get("tmpfs"):
@@ -126,19 +154,50 @@ def apply_mounts(mounts: list[dict[str, Any]], overlay_state: str) -> None:
             sources[i] = (fd, os.path.isdir(m["source"]))
     os.makedirs(overlay_state, exist_ok=True)
     state_fd = os.open(overlay_state, os.O_PATH | os.O_CLOEXEC)
-    overlay_state = f"/proc/self/fd/{state_fd}"
-    for i, m in enumerate(mounts):
+    points = Mountpoints(f"/proc/self/fd/{state_fd}", created_fd)
+
+    def make(i: int) -> None:
+        m = mounts[i]
         target = m["target"]
         if m.get("tmpfs"):
-            ensure_mountpoint(target, True, overlay_state, overlays)
             size = m.get("size_bytes")
             mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size}" if size else "")
-            continue
-        fd, is_dir = sources[i]
-        ensure_mountpoint(target, is_dir, overlay_state, overlays)
-        mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)
+            return
+        mount(f"/proc/self/fd/{sources[i][0]}", target, None, MS_BIND | MS_REC)
         if m.get("read_only"):
             mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC)
+
+    def is_dir(i: int) -> bool:
+        return True if mounts[i].get("tmpfs") else sources[i][1]
+
+    for i, m in enumerate(mounts):
+        covered = points.ensure(m["target"], is_dir(i))
+        if covered is not None:
+            # The new overlay hides the mounts made under it so far: make them again on top.
+            for j in range(i):
+                if _under(mounts[j]["target"], covered):
+                    points.ensure(mounts[j]["target"], is_dir(j))
+                    make(j)
+        make(i)
+
+
+def _forget_netns_mounts() -> None:
+    """Drop this mount namespace's copies of the pod network namespaces' bind mounts.
+
+    ``ip netns add`` pins a namespace with a bind mount under /run/netns; the copy this
+    namespace got when it was unshared would keep ``ip netns delete`` of any pod from
+    removing the file (EBUSY) for as long as the container lives."""
+    try:
+        _check(_libc.umount2(b"/run/netns", MNT_DETACH), "umount /run/netns")
+        return
+    except OSError:
+        pass
+    try:
+        names = os.listdir("/run/netns")
+    except OSError:
+        return
+    for name in names:
+        _libc.umount2(os.path.join("/run/netns", name).encode(), MNT_DETACH)
 
 
 # -- the run ------------------------------------------------------------------------------
@@ -165,7 +224,13 @@ def _child(spec: dict[str, Any], out_w: int, err_w: int, report_w: int) -> None:
         _raise_nofile()
         if spec.get("pid_namespace", True):
             mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        apply_mounts(spec.get("mounts", []), spec["overlay_dir"])
+        created = spec.get("created_file")
+        created_fd = (
+            os.open(created, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+            if created
+            else None
+        )
+        apply_mounts(spec.get("mounts", []), spec["overlay_dir"], created_fd)
         stage = "exec"
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -215,6 +280,7 @@ def run(spec: dict[str, Any]) -> int:
         flags |= CLONE_NEWPID
     unshare(flags)
     mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _forget_netns_mounts()
     if spec.get("hostname"):
         sethostname(spec["hostname"])
     out_r, out_w = os.pipe()

@@ -42,6 +42,8 @@ class ContainerState:
     backoff: float = 0.0  # the next crash-loop delay
 
     def run(self, since: float, container_id: str) -> None:
+        if self.exit_code is not None:  # restarted without waiting: the ended run is lastState
+            self.last = self.terminated()
         self.running_since, self.started_at, self.container_id = since, since, container_id
         self.exit_code, self.finished_at, self.reason, self.message = None, None, "", ""
         self.waiting_reason = self.waiting_message = ""
