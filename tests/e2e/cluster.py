@@ -113,6 +113,15 @@ class Cluster:
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
 
+    def kill(self) -> None:
+        """SIGKILL the lahar process alone (not its group), as a crash would: what it
+        started in sessions of their own (the local node's shims) lives on."""
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+        if getattr(self, "_log", None):
+            self._log.close()
+
     def cleanup(self) -> None:
         self.stop()
         shutil.rmtree(self.cache_dir, ignore_errors=True)

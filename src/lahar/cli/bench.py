@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from lahar.cli.common import UsageError
 
-TARGETS = ("apiserver", "scheduler", "runtime", "e2e", "operator")
+TARGETS = ("apiserver", "scheduler", "runtime", "e2e", "operator", "rayjob")
 
 # option destination -> (targets it belongs to, default)
 DEFAULTS: dict[str, tuple[tuple[str, ...], Any]] = {
@@ -25,6 +26,9 @@ DEFAULTS: dict[str, tuple[tuple[str, ...], Any]] = {
     "objects": (("runtime",), 10000),
     "subprocess": (("runtime",), False),
     "clusters": (("operator",), 1000),
+    "runs": (("rayjob",), 3),
+    "sample": (("rayjob",), None),
+    "no_sample": (("rayjob",), False),
 }
 
 
@@ -49,6 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     op = p.add_argument_group("operator options")
     op.add_argument("--clusters", type=int, help="RayClusters of 1 head + 3 workers (default 1000)")
+    rj = p.add_argument_group("rayjob options")
+    rj.add_argument("--runs", type=int, help="timed runs of the small RayJob (default 3)")
+    rj.add_argument("--sample", type=Path, help="the sample RayJob to time (default: KubeRay's)")
+    rj.add_argument(
+        "--no-sample", action="store_const", const=True, help="do not time the sample RayJob"
+    )
     p.set_defaults(func=run)
 
 
@@ -83,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         from lahar.bench import runtime
 
         result = runtime.run(objects=opts["objects"], in_process=not opts["subprocess"])
+    elif args.target == "rayjob":
+        result = _rayjob(opts)
     elif args.target == "operator":
         if opts["clusters"] < 1:
             raise UsageError("--clusters must be at least 1")
@@ -102,3 +114,16 @@ def run(args: argparse.Namespace) -> int:
             result = scheduler.run(nodes=opts["nodes"], pods=opts["pods"], seed=opts["seed"])
     print(json.dumps(result, indent=2))
     return 0
+
+
+def _rayjob(opts: dict[str, Any]) -> dict[str, Any]:
+    from lahar.bench import rayjob
+
+    if opts["runs"] < 0:
+        raise UsageError("--runs must not be negative")
+    if opts["no_sample"] and opts["sample"] is not None:
+        raise UsageError("--sample and --no-sample exclude each other")
+    sample = None if opts["no_sample"] else (opts["sample"] or rayjob.default_sample())
+    if sample is not None and not sample.is_file():
+        raise UsageError(f"--sample: no such file {sample}")
+    return rayjob.run(runs=opts["runs"], sample=sample)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -80,6 +81,9 @@ def local_options(args: argparse.Namespace, state_dir: Path) -> object:
                 raise QuantityError(value)
         except QuantityError:
             raise UsageError(f"{flag}: {value!r} is not a positive quantity") from None
+    tag = args.tag
+    if tag is not None and not re.fullmatch(r"[A-Za-z0-9_]{1,12}", tag):
+        raise UsageError(f"tag {tag!r}: 1-12 letters, digits or underscores")
     return LocalOptions(
         state_dir=state_dir.resolve(),
         node_name=args.node_name or default_node_name(),
@@ -88,6 +92,7 @@ def local_options(args: argparse.Namespace, state_dir: Path) -> object:
         max_pods=args.pods,
         bridge=args.bridge,
         cidr=args.pod_cidr,
+        owner_tag=args.tag,
         path_prepend=args.path,
         env=dict(args.env),
         labels=dict(args.label),

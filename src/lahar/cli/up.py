@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -70,6 +71,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--local-node-cidr", default="10.244.0.0/16", help="addresses of the local node's pods"
+    )
+    p.add_argument(
+        "--local-node-tag",
+        default=None,
+        help="tag of the local node's network namespaces and veths (default: lahar on "
+        "the default bridge, else the bridge's name); agents with different tags never "
+        "touch each other's pods",
     )
     p.add_argument(
         "--demo",
@@ -201,6 +209,9 @@ def _local_node_options(args: argparse.Namespace) -> object | None:
                 raise QuantityError(value)
         except QuantityError:
             raise UsageError(f"{flag}: {value!r} is not a positive quantity") from None
+    tag = args.local_node_tag
+    if tag is not None and not re.fullmatch(r"[A-Za-z0-9_]{1,12}", tag):
+        raise UsageError(f"tag {tag!r}: 1-12 letters, digits or underscores")
     return LocalOptions(
         state_dir=args.data_dir / "node-local",
         node_name=args.local_node_name or default_node_name(),
@@ -208,4 +219,5 @@ def _local_node_options(args: argparse.Namespace) -> object | None:
         memory=args.local_node_memory,
         bridge=args.local_node_bridge,
         cidr=args.local_node_cidr,
+        owner_tag=args.local_node_tag,
     )

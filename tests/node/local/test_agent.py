@@ -6,12 +6,9 @@ start clusters of their own. Each cluster has a bridge (``lt<hex>``), a pod CIDR
 owner tag of its own, so it can run next to any other lahar on this machine, and every
 pod the tests create carries a marker variable by which its processes are found.
 
-``lahar up`` has no option for the local node's owner tag, which names the pod network
-namespaces and veths and decides which of them a starting agent removes as orphans
-(``lahar-*`` by default, every local node's, whatever its bridge). The cluster is
-therefore started through a two-line launcher that gives ``LocalOptions`` this test's
-tag and then runs ``lahar.cli.main`` unchanged: without it, starting these tests would
-tear down the pods of any other ``lahar up`` running on the machine.
+The cluster runs on a bridge, CIDR and ``--local-node-tag`` of its own: the tag names
+the pod network namespaces and veths and decides which of them a starting agent removes
+as orphans, so these tests never touch the pods of another ``lahar up`` on the machine.
 
 Nothing may outlive the module: an autouse fixture checks, at the end, that no process,
 network namespace, veth, bridge, nft table or data dir of these clusters is left (and
@@ -49,15 +46,6 @@ pytestmark = pytest.mark.skipif(
 Obj = dict[str, Any]
 MARK_VAR = "LAHAR_AGENT_TEST_MARK"
 
-# `lahar up` with the local node's owner tag set (see the module docstring).
-LAUNCHER = (
-    "import functools, sys\n"
-    "from lahar.node.local import agent\n"
-    "agent.LocalOptions = functools.partial(agent.LocalOptions, owner_tag=sys.argv[1])\n"
-    "from lahar.cli.main import main\n"
-    "sys.exit(main(sys.argv[2:]))\n"
-)
-
 
 class LocalCluster(Cluster):
     """``lahar up`` with the local node on a bridge, CIDR and owner tag of its own."""
@@ -74,6 +62,8 @@ class LocalCluster(Cluster):
                 self.bridge,
                 "--local-node-cidr",
                 self.cidr,
+                "--local-node-tag",
+                self.tag,
                 "--schedule-period",
                 "0.2",
             ),
@@ -87,7 +77,7 @@ class LocalCluster(Cluster):
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         argv = ["up", "--data-dir", str(self.data_dir), "--port", "0", *self.extra]
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", LAUNCHER, self.tag, *argv],
+            [sys.executable, "-m", "lahar.cli.main", *argv],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import threading
 from pathlib import Path
 
 
@@ -28,6 +29,8 @@ class AddressPool:
             raise ValueError(f"pod CIDR {cidr} is too small")
         self.gateway = self.network.network_address + 1
         self.path = path
+        # Pods attach from worker threads at the same time: one change at a time.
+        self._lock = threading.RLock()
         self._by_uid: dict[str, str] = {}
         self._load()
 
@@ -41,7 +44,7 @@ class AddressPool:
 
     def _save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps({"cidr": str(self.network), "allocations": self._by_uid}))
         os.replace(tmp, self.path)
 
@@ -55,6 +58,10 @@ class AddressPool:
 
     def allocate(self, uid: str) -> str:
         """The pod's address: its existing one, or the lowest free one."""
+        with self._lock:
+            return self._allocate(uid)
+
+    def _allocate(self, uid: str) -> str:
         if uid in self._by_uid:
             return self._by_uid[uid]
         taken = set(self._by_uid.values())
@@ -68,10 +75,12 @@ class AddressPool:
         raise AddressPoolExhausted(f"no free address left in {self.network}")
 
     def release(self, uid: str) -> None:
-        if self._by_uid.pop(uid, None) is not None:
-            self._save()
+        with self._lock:
+            if self._by_uid.pop(uid, None) is not None:
+                self._save()
 
     def clear(self) -> None:
         """Forget every allocation and remove the state file."""
-        self._by_uid.clear()
-        self.path.unlink(missing_ok=True)
+        with self._lock:
+            self._by_uid.clear()
+            self.path.unlink(missing_ok=True)

@@ -280,6 +280,14 @@ class PodNetwork:
                 self.pool.release(uid)
         return removed
 
+    def _other_bridges(self) -> list[str]:
+        """Bridges of other agents on this machine (they still need forwarding on)."""
+        return [
+            str(link["ifname"])
+            for link in _ip_json("link", "show", "type", "bridge")
+            if str(link.get("ifalias", "")).endswith(":bridge") and link["ifname"] != self.bridge
+        ]
+
     def teardown(self) -> None:
         """Remove every pod, the bridge and the NAT rule, and restore `ip_forward`."""
         self.cleanup_orphans(set())
@@ -293,7 +301,7 @@ class PodNetwork:
         if self.bridge_exists():
             _run(["ip", "link", "delete", "dev", self.bridge, "type", "bridge"], check=False)
         prev = state.get("ip_forward_prev")
-        if isinstance(prev, str) and prev != "1":
+        if isinstance(prev, str) and prev != "1" and not self._other_bridges():
             IP_FORWARD.write_text(prev + "\n")
         self.pool.clear()
         self._state_path.unlink(missing_ok=True)

@@ -158,7 +158,7 @@ class PodWorker:
         (self.dir / "tmp").chmod(0o1777)
         pod_ip = self.ctx.host_ip
         if not _spec(self.pod).get("hostNetwork") and self.ctx.network is not None:
-            endpoint = await asyncio.to_thread(self.ctx.network.attach, self.uid)
+            endpoint = await self._attach()
             pod_ip, self.netns = endpoint.ip, f"/run/netns/{endpoint.netns_name}"
         self.state.pod_ip, self.state.sandbox_ready = pod_ip, True
         self.refresh_hosts()
@@ -178,14 +178,31 @@ class PodWorker:
                 await self._sleep(RETRY)
         self.write_status()
 
+    async def _attach(self) -> Any:
+        """The pod's network endpoint; a failure is reported and retried, as a kubelet
+        retries a sandbox it could not create."""
+        assert self.ctx.network is not None
+        while True:
+            self._check_stop()
+            try:
+                return await asyncio.to_thread(self.ctx.network.attach, self.uid)
+            except Exception as exc:
+                message = f"failed to set up the pod network: {exc}"
+                log.warning("pod %s: %s", self.key, message)
+                for cs in self.state.init + self.state.containers:
+                    cs.wait("ContainerCreating", message)
+                self._event("Warning", "FailedCreatePodSandBox", message)
+                self.write_status()
+                await self._sleep(RETRY)
+
     def _hostname(self) -> str:
         return (_spec(self.pod).get("hostname") or self.pod["metadata"]["name"])[:63]
 
     def refresh_hosts(self) -> None:
         """Rewrite /etc/hosts in place (the containers bind-mount this very file)."""
-        if not self.state.pod_ip:
-            return
         path = self.dir / "etc" / "hosts"
+        if not self.state.pod_ip or not path.parent.is_dir():
+            return
         content = self.ctx.hosts_for(self.pod, self.state.pod_ip)
         try:
             if path.exists() and path.read_text() == content:
