@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import shutil
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 
 from lahar.kube import rest
 from lahar.node.local import env as envmod
-from lahar.node.local import runtime, volumes
+from lahar.node.local import runtime, sandbox, volumes
 from lahar.node.local.context import NodeContext
 from lahar.node.local.probing import start_probes
 from lahar.node.local.status import (
@@ -44,7 +43,6 @@ Obj = dict[str, Any]
 
 BACKOFF_START, BACKOFF_MAX = 10.0, 300.0
 RETRY = 5.0  # a sandbox or config error is retried this often
-CREATED = "created-mountpoints"  # mount points the shims had to make on the host
 
 
 class _Stop(Exception):
@@ -153,9 +151,7 @@ class PodWorker:
 
     async def _prepare(self) -> None:
         self.state.start_time = time.time()
-        for sub in ("tmp", "etc", "logs", "run"):
-            (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        (self.dir / "tmp").chmod(0o1777)
+        sandbox.make_dirs(self.dir)
         pod_ip = self.ctx.host_ip
         if not _spec(self.pod).get("hostNetwork") and self.ctx.network is not None:
             endpoint = await self._attach()
@@ -203,14 +199,8 @@ class PodWorker:
         path = self.dir / "etc" / "hosts"
         if not self.state.pod_ip or not path.parent.is_dir():
             return
-        content = self.ctx.hosts_for(self.pod, self.state.pod_ip)
         try:
-            if path.exists() and path.read_text() == content:
-                return
-            with open(path, "a+") as f:
-                f.seek(0)
-                f.truncate()
-                f.write(content)
+            sandbox.write_in_place(path, self.ctx.hosts_for(self.pod, self.state.pod_ip))
         except OSError as exc:
             log.warning("pod %s: cannot write /etc/hosts: %s", self.key, exc)
 
@@ -341,9 +331,9 @@ class PodWorker:
             "hostname": self._hostname(),
             "pid_namespace": True,
             "overlay_dir": str(self.dir / "overlay" / cs.name),
-            "created_file": str(self.dir / "run" / CREATED),
+            "created_file": str(self.dir / "run" / sandbox.CREATED),
             "log_file": str(log_dir / f"{cs.restart_count}.log"),
-            "mounts": self._mounts(mounts),
+            "mounts": sandbox.shim_mounts(self.dir, mounts),
         }
         run = runtime.start(self.dir, cs.name, cs.restart_count, spec)
         if await runtime.wait_started(run):
@@ -351,28 +341,6 @@ class PodWorker:
             self._event("Normal", "Started", f"Started container {cs.name}", c["name"])
             self.write_status()
         return run
-
-    def _mounts(self, mounts: list[volumes.Mount]) -> list[Obj]:
-        base = [
-            {"source": str(self.dir / "tmp"), "target": "/tmp", "read_only": False},
-            {"source": str(self.dir / "etc" / "hosts"), "target": "/etc/hosts", "read_only": True},
-            {
-                "source": str(self.dir / "etc" / "hostname"),
-                "target": "/etc/hostname",
-                "read_only": True,
-            },
-        ]
-        own = [
-            {
-                "source": m.source,
-                "target": m.target,
-                "read_only": m.read_only,
-                "tmpfs": m.tmpfs,
-                "size_bytes": m.size_bytes,
-            }
-            for m in sorted(mounts, key=lambda m: m.target.count("/"))
-        ]
-        return base + own
 
     async def _wait(self, run: runtime.Run) -> runtime.ExitStatus:
         exit_task = asyncio.create_task(runtime.wait_exit(run))
@@ -429,24 +397,9 @@ class PodWorker:
             return
         if not self.deleting.is_set():
             return  # finished: the logs stay until the pod is deleted
-        self._remove_created_mountpoints()
+        sandbox.remove_created_mountpoints(self.dir, self.ctx.paths_in_use(self.uid))
         shutil.rmtree(self.dir, ignore_errors=True)
         await self._confirm_deletion()
-
-    def _remove_created_mountpoints(self) -> None:
-        """Remove the (empty) directories the shims made directly under ``/`` for this
-        pod's mounts, unless another pod here mounts something there too."""
-        try:
-            made = set((self.dir / "run" / CREATED).read_text().split())
-        except OSError:
-            return
-        in_use = self.ctx.paths_in_use(self.uid)
-        for top in made:
-            if not top.startswith("/") or top.count("/") != 1:
-                continue
-            if any(p == top or p.startswith(top + "/") for p in in_use):
-                continue
-            _remove_empty_tree(Path(top))
 
     async def _confirm_deletion(self) -> None:
         ns, name = self.key.split("/", 1)
@@ -495,13 +448,6 @@ class PodWorker:
             )
 
         ctx.writer.submit(key, write)
-
-
-def _remove_empty_tree(top: Path) -> None:
-    """rmdir ``top`` and the directories under it, bottom up; files are never removed."""
-    for dirpath, _dirs, _files in sorted(os.walk(top), key=lambda w: -len(w[0])):
-        with contextlib.suppress(OSError):
-            os.rmdir(dirpath)
 
 
 __all__ = ["FAILED", "PENDING", "RUNNING", "SUCCEEDED", "PodWorker"]
