@@ -35,6 +35,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -230,7 +231,15 @@ class PodNetwork:
         return PodEndpoint(pod_uid, name, ip, veth)
 
     def _remove_pod_links(self, pod_uid: str) -> None:
-        _run(["ip", "netns", "delete", self.netns_name(pod_uid)], check=False)
+        name = self.netns_name(pod_uid)
+        # The kernel may still hold the namespace file busy for a moment after the pod's
+        # last process ended: try again briefly before giving up (cleanup_orphans and
+        # teardown come back for anything left).
+        for _ in range(20):
+            _run(["ip", "netns", "delete", name], check=False)
+            if not self.netns_exists(name):
+                break
+            time.sleep(0.1)
         # Deleting one end of a veth deletes both, even if a process still holds the
         # namespace open after its name was removed.
         _run(["ip", "link", "delete", "dev", self.veth_host_name(pod_uid)], check=False)
