@@ -39,6 +39,13 @@ def add_local(agents: argparse._SubParsersAction) -> None:
     p.add_argument("--pods", type=int, default=110, help="pod capacity (default 110)")
     p.add_argument("--bridge", default="lahar0", help="the pod bridge's name (default lahar0)")
     p.add_argument(
+        "--tag",
+        default=None,
+        help="tag of the pod network namespaces and veths (default: lahar on the default "
+        "bridge, else the bridge's name); agents with different tags never touch each "
+        "other's pods",
+    )
+    p.add_argument(
         "--pod-cidr", default="10.244.0.0/16", help="pod addresses (default 10.244.0.0/16)"
     )
     p.add_argument(
