@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -162,6 +163,8 @@ def run(args: argparse.Namespace) -> int:
     options = embedded.EmbeddedOptions(
         components=[(n, c) for n, c in embedded.default_components(up) if n not in disabled]
     )
+    # Until the event loop takes SIGTERM over, it means what Ctrl-C means: stop cleanly.
+    signal.signal(signal.SIGTERM, _interrupted)
     try:
         server.bind()
     except OSError as exc:
@@ -182,6 +185,10 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _local_node_options(args: argparse.Namespace) -> object | None:
