@@ -264,3 +264,33 @@ async def test_fifty_watchers_all_get_every_event(store: Store, hub: WatchHub) -
     results = await asyncio.gather(*tasks)
     for got in results:
         assert [e.rv for e in got] == list(range(start + 1, start + 201))
+
+
+async def test_progress_never_passes_an_undelivered_event(store: Store, hub: WatchHub) -> None:
+    """A bookmark's RV (WatchProgress.safe_rv) covers only what the watch has yielded,
+    or, while it is idle with nothing buffered, what the hub has dispatched: a client
+    resuming from it misses nothing."""
+    from lahar.apiserver.watch import WatchProgress
+
+    store.create("pods", obj("a"))
+    progress = WatchProgress()
+    it = hub.watch("pods", None, store.current_rv(), progress=progress)
+    pending = asyncio.ensure_future(it.__anext__())
+    await until_registered(hub, "pods", 1)
+    await asyncio.sleep(0)  # the watch is idle now
+    store.create("services", obj("s"))  # another kind: nothing for this watch
+    await asyncio.sleep(0)  # dispatched
+    assert progress.safe_rv() == store.current_rv()  # a quiet kind's bookmark moves on
+    store.create("pods", obj("b"))  # committed; its dispatch is only scheduled
+    committed = store.current_rv()
+    assert progress.safe_rv() < committed
+    await asyncio.sleep(0)  # dispatched into the watch's buffer, not yet yielded
+    assert progress.safe_rv() < committed
+    event = await asyncio.wait_for(pending, 5)
+    assert event.rv == committed and progress.safe_rv() <= committed
+    pending = asyncio.ensure_future(it.__anext__())  # the consumer took it: idle again
+    await asyncio.sleep(0)
+    assert progress.safe_rv() == committed
+    pending.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await pending

@@ -100,6 +100,12 @@ def decode_body(raw: bytes, content_type: str) -> Any:
         raise bad_request(f"error decoding {kind} body: {detail}") from None
 
 
+def _path(request: Request) -> str:
+    """``request.url.path`` without building the whole URL (host header, netloc, query):
+    the same escaping of the ASGI path, at a fraction of the cost on every request."""
+    return str(request.scope["path"]).replace("?", "%3F").replace("#", "%23").replace("\\", "%5C")
+
+
 class APIApp:
     def __init__(self, state: ServerState) -> None:
         self.state = state
@@ -121,7 +127,7 @@ class APIApp:
         route: routing.Route | None = None
         try:
             self._authenticate(request)
-            route = self._route(request.url.path)  # before dispatch, so errors are labelled
+            route = self._route(_path(request))  # before dispatch, so errors are labelled
             response = await self._dispatch(request, route)
         except APIError as exc:
             response = _json(exc.to_status(), exc.code)
@@ -129,7 +135,7 @@ class APIApp:
             err = _store_error(exc, route or routing.Route("resource"))
             response = _json(err.to_status(), err.code)
         except Exception as exc:  # never crash the connection; log and answer 500
-            log.exception("unhandled error for %s %s", request.method, request.url.path)
+            log.exception("unhandled error for %s %s", request.method, _path(request))
             from lahar.apiserver.errors import internal
 
             err = internal(type(exc).__name__)
@@ -140,7 +146,7 @@ class APIApp:
         await response(scope, receive, send)
 
     def _authenticate(self, request: Request) -> None:
-        if request.url.path in PUBLIC_PATHS or self.state.token is None:
+        if _path(request) in PUBLIC_PATHS or self.state.token is None:
             return
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
@@ -157,7 +163,7 @@ class APIApp:
         return None
 
     async def _dispatch(self, request: Request, route: routing.Route | None) -> Response:
-        path = request.url.path
+        path = _path(request)
         if path == "/version":
             return _json(self._version())
         if path in ("/livez", "/readyz", "/healthz"):

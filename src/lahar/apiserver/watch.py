@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Callable
 
 from lahar.apiserver.store import Expired, Store, WatchEvent
 
-__all__ = ["WatchHub"]
+__all__ = ["WatchHub", "WatchProgress"]
 
 Predicate = Callable[[WatchEvent], bool]
 
@@ -57,6 +57,30 @@ class _Watcher:
             waiter.set_result(None)
 
 
+class WatchProgress:
+    """How far one watch has got, for a bookmark that never skips an event.
+
+    A bookmark tells the client "you have everything up to RV x": it resumes from x
+    after a reconnect. So x must not pass an event that is committed but not yet
+    delivered to this watch (still waiting for the hub's dispatch, or in the watch's
+    buffer). :meth:`safe_rv` is the last RV yielded, or the hub's dispatched RV when the
+    watch is idle with an empty buffer (then every event up to it that concerns this
+    watch has been yielded; a quiet kind's bookmarks still move forward)."""
+
+    __slots__ = ("hub", "last", "watcher")
+
+    def __init__(self) -> None:
+        self.last = 0
+        self.hub: WatchHub | None = None
+        self.watcher: _Watcher | None = None
+
+    def safe_rv(self) -> int:
+        hub, watcher = self.hub, self.watcher
+        if hub is None or watcher is None or watcher.waiter is None or watcher.buf:
+            return self.last
+        return max(self.last, hub.dispatched_rv)
+
+
 class WatchHub:
     """Serves watches over one :class:`Store`. Use it from a single event loop."""
 
@@ -68,6 +92,8 @@ class WatchHub:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._by_gr: dict[str, dict[_Watcher, None]] = {}  # insertion-ordered sets
         self._closed = False
+        # every event with an RV up to this one has been handed to the watchers' buffers
+        self.dispatched_rv = store.current_rv()
         store.subscribe(self._on_commit)
 
     def watcher_count(self, gr: str | None = None) -> int:
@@ -83,12 +109,14 @@ class WatchHub:
         since_rv: int,
         *,
         predicate: Predicate | None = None,
+        progress: WatchProgress | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """Yield every event of ``gr`` (in ``namespace``, or any if None) with RV greater
         than ``since_rv`` that ``predicate`` accepts, in RV order, until :meth:`close`.
 
         Raises :class:`Expired` if ``since_rv`` is older than the store's window, or later
-        if this watch falls more than ``queue_size`` events behind.
+        if this watch falls more than ``queue_size`` events behind. ``progress``, if
+        given, follows the watch (see :class:`WatchProgress`).
         """
         if self._closed:
             return
@@ -100,6 +128,8 @@ class WatchHub:
         watcher = _Watcher(namespace, self._queue_size)
         watchers = self._by_gr.setdefault(gr, {})
         watchers[watcher] = None
+        if progress is not None:
+            progress.last = since_rv
         try:
             replay = self._store.events_after(since_rv, gr)  # may raise Expired
             last = replay[-1].rv if replay else since_rv
@@ -108,6 +138,10 @@ class WatchHub:
                     predicate is None or predicate(event)
                 ):
                     yield event
+                if progress is not None:
+                    progress.last = event.rv
+            if progress is not None:
+                progress.last, progress.hub, progress.watcher = last, self, watcher
             buf = watcher.buf
             while True:
                 if watcher.closed:
@@ -123,6 +157,8 @@ class WatchHub:
                         last = event.rv
                         if predicate is None or predicate(event):
                             yield event
+                        if progress is not None:
+                            progress.last = last
                     continue
                 watcher.waiter = loop.create_future()
                 try:
@@ -177,6 +213,8 @@ class WatchHub:
 
     def _dispatch(self, events: list[WatchEvent]) -> None:
         by_gr = self._by_gr
+        if events:
+            self.dispatched_rv = max(self.dispatched_rv, events[-1].rv)
         for event in events:
             watchers = by_gr.get(event.gr)
             if not watchers:

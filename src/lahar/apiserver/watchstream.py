@@ -27,8 +27,13 @@ from lahar.apiserver.errors import bad_request, expired
 from lahar.apiserver.meta import meta
 from lahar.apiserver.routing import Route
 from lahar.apiserver.state import ServerState
+from lahar.apiserver.watch import WatchProgress
 
 Obj = dict[str, Any]
+
+
+# At most this many events in one chunk of the stream.
+_BATCH = 256
 
 
 def _line(event_type: str, obj: Obj) -> bytes:
@@ -98,10 +103,11 @@ async def serve(state: ServerState, request: Request, route: Route, as_table: bo
             }
             yield _line("BOOKMARK", mark)
         queue: asyncio.Queue[storemod.WatchEvent | Exception | None] = asyncio.Queue(maxsize=1000)
+        progress = WatchProgress()
 
         async def pump() -> None:
             try:
-                async for ev in state.hub.watch(key, ns, since):
+                async for ev in state.hub.watch(key, ns, since, progress=progress):
                     await queue.put(ev)
             except Exception as exc:  # Expired, or the hub closing
                 await queue.put(exc)
@@ -122,28 +128,41 @@ async def serve(state: ServerState, request: Request, route: Route, as_table: bo
                 try:
                     item = await asyncio.wait_for(queue.get(), wait)
                 except TimeoutError:
-                    if bookmarks:
+                    if bookmarks and queue.empty():  # else the next round delivers them
+                        # Never past an event not yet sent: a client resumes from here.
+                        rv = max(last_rv, progress.safe_rv())
                         mark = {
                             "kind": rt.kind,
                             "apiVersion": rt.api_version,
-                            "metadata": {
-                                "resourceVersion": str(max(last_rv, state.store.current_rv()))
-                            },
+                            "metadata": {"resourceVersion": str(rv)},
                         }
                         yield _line("BOOKMARK", mark)
                     continue
-                if item is None:
-                    break
-                if isinstance(item, Exception):
-                    status = expired(f"too old resource version: {since}").to_status()
-                    if not isinstance(item, storemod.Expired):
+                # Events already waiting go out in one chunk (one write, one TLS record):
+                # the same lines, fewer sends when the kind is busy.
+                lines: list[bytes] = []
+                end = False
+                while True:
+                    if item is None:
+                        end = True
                         break
-                    yield _line("ERROR", status)
+                    if isinstance(item, Exception):
+                        if isinstance(item, storemod.Expired):
+                            status = expired(f"too old resource version: {since}").to_status()
+                            lines.append(_line("ERROR", status))
+                        end = True
+                        break
+                    last_rv = item.rv
+                    out = _filter(item, matches, present)
+                    if out is not None:
+                        lines.append(encode(*out))
+                    if queue.empty() or len(lines) >= _BATCH:
+                        break
+                    item = queue.get_nowait()
+                if lines:
+                    yield b"".join(lines)
+                if end:
                     break
-                last_rv = item.rv
-                out = _filter(item, matches, present)
-                if out is not None:
-                    yield encode(*out)
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

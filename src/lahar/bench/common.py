@@ -95,36 +95,87 @@ class ServerProcess:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+# Connections from the benchmark's process to its API server (watches hold some). httpx's
+# pool walks every connection on each request, so more is slower; the server serves one
+# request at a time anyway.
+POOL = 48
+
+
 @dataclass
 class EmbeddedStack:
-    """An in-process embedded cluster for the whole-stack benchmarks: the API server
-    (with lahar's CRDs and admission), an in-process client, shared informers and a
-    fleet of simulated nodes (not started). Components are added by the benchmark."""
+    """The cluster of the whole-stack benchmarks: the API server (with lahar's CRDs and
+    admission), a client, shared informers and a fleet of simulated nodes (not
+    started). Components are added by the benchmark.
+
+    Split (the default), the API server runs in a child process
+    (:mod:`lahar.bench.stackserver`) and the client reaches it over HTTPS: two cores at
+    work, as in a split-process deployment. Otherwise it runs in this process, on this
+    event loop, behind the in-process transport (one core, as ``lahar up`` runs it)."""
 
     tmp: Path
-    server: Any
+    server: Any  # a StackServer (split) or an APIServer (in-process)
     client: Any
     informers: Any
     fleet: Any
+    split: bool
+
+    async def metrics_text(self) -> str:
+        """The API server's Prometheus metrics (``GET /metrics``)."""
+        if not self.split:
+            return str(self.server.state.metrics.render(self.server.state)[0].decode())
+        from lahar.kube import rest
+
+        resp = await rest.http_client(self.client).get("/metrics")
+        return str(resp.text)
+
+    async def close(self) -> None:
+        """Stop the client and the server and remove the temp dir (informers and the
+        fleet are stopped by the benchmark first)."""
+        try:
+            await self.client.close()
+        finally:
+            if self.split:
+                self.server.stop()
+            else:
+                await self.server.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def embedded_stack(prefix: str, nodes: int) -> EmbeddedStack:
-    from lahar.apiserver.server import APIServer
-    from lahar.embedded import admission_chain, install_crds, install_volcano_admission
+async def embedded_stack(prefix: str, nodes: int, *, split: bool = True) -> EmbeddedStack:
     from lahar.kube import client as kclient
     from lahar.kube.factory import InformerFactory
     from lahar.node.sim import SimFleet, SimOptions
 
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
-    server = APIServer(tmp / "data", port=0, admission=admission_chain())
-    install_volcano_admission(server.state)
-    install_crds(server.state)
-    client = kclient.in_process(server.app, token=server.creds.token, field_manager="bench")
+    logs = None
+    if split:
+        from lahar.bench.stackserver import StackServer
+
+        server: Any = StackServer(tmp / "data")
+        server.start()
+        try:
+            client = kclient.from_kubeconfig(
+                server.kubeconfig, field_manager="bench", max_connections=POOL
+            )
+            await server.wait_ready(client)
+        except BaseException:
+            server.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    else:
+        from lahar.apiserver.server import APIServer
+        from lahar.embedded import admission_chain, install_crds, install_volcano_admission
+
+        server = APIServer(tmp / "data", port=0, admission=admission_chain())
+        install_volcano_admission(server.state)
+        install_crds(server.state)
+        client = kclient.in_process(server.app, token=server.creds.token, field_manager="bench")
+        logs = server.state.logs
     informers = InformerFactory(client)
     fleet = SimFleet(
         client,
         SimOptions(count=nodes, cpu="32", memory="128Gi", pods=110),
         informers=informers,
-        logs=server.state.logs,
+        logs=logs,
     )
-    return EmbeddedStack(tmp, server, client, informers, fleet)
+    return EmbeddedStack(tmp, server, client, informers, fleet, split)

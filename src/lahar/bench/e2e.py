@@ -3,20 +3,22 @@
 Where ``lahar bench scheduler`` times one session on objects in memory, this one
 measures what a user sees: M pods in gangs (PodGroups of mixed sizes, ``schedulerName:
 volcano``) created through the API server on N simulated nodes, with the live
-scheduler daemon running, until every pod is bound. Everything runs in this process
-on one event loop, the way ``lahar up`` runs it: the embedded API server, the
-scheduler daemon (its sessions in a worker thread), the simulated node fleet and the
-load generator, all talking through the in-process transport of the client seam. So
+scheduler daemon running, until every pod is bound. The API server (lahar's CRDs and
+admission, as in ``lahar up``) runs in a child process and is reached over HTTPS with
+TLS and a token, as in a split-process deployment; the scheduler daemon (its sessions
+in a worker thread), the Volcano controllers, the simulated node fleet and the load
+generator share this process's event loop and talk to it through the client seam. So
 the figures include the API server's work (admission, storage, watch fan-out) for
-every create, bind and status write, and the simulated nodes' status writes for the
-pods they start, but no TLS or socket cost.
+every create, bind and status write, the simulated nodes' status writes for the pods
+they start, and the TLS and socket costs. ``in_process`` puts the server on this loop
+behind the in-process transport instead (one core, as ``lahar up`` runs it).
 
 Timestamps: each pod's create time is taken just before its POST; its bound time when
 the pod informer (one watch over all pods) first shows ``spec.nodeName``. Figures:
 ``pods_per_s`` (pods bound / seconds from the first create to the last bind seen),
 ``create_to_bound_p50_ms`` / ``_p99_ms``, and the phases. ``profile`` (optional) adds
-the top functions by cumulative time (cProfile over the whole process) to find where
-the time goes.
+the top functions by cumulative time (cProfile over this process: the components, and
+the API server too with ``in_process``) to find where the time goes.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import cProfile
 import io
 import pstats
 import random
-import shutil
 import time
 from typing import Any
 
@@ -36,6 +37,11 @@ from lahar.bench.common import embedded_stack, machine, percentile
 GANG_SIZES = (1, 2, 4, 8, 16)
 SHAPES = (("100m", "128Mi"), ("250m", "256Mi"), ("500m", "512Mi"), ("1", "1Gi"))
 NAMESPACE = "default"
+SETUP_SPLIT = (
+    "two processes: the API server (child, HTTPS on loopback with TLS and a token); "
+    "scheduler daemon + Volcano controllers + simulated nodes + load (one loop)"
+)
+SETUP_IN_PROCESS = "in-process: API server + scheduler daemon + simulated nodes, one loop"
 PODGROUP_PATH = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
 POD_PATH = "/api/v1/namespaces/{ns}/pods"
 QUEUE_PATH = "/apis/scheduling.volcano.sh/v1beta1/queues"
@@ -119,14 +125,15 @@ async def _measure(
     period: float,
     timeout: float,
     session_in_thread: bool = True,
+    split: bool = True,
 ) -> dict[str, Any]:
     from lahar.kube import rest
     from lahar.node.registration import PODS
     from lahar.scheduler.daemon import SchedulerOptions, run_scheduler
     from lahar.volcano.controllers.manager import run_volcano_controllers
 
-    stack = embedded_stack("lahar-bench-e2e-", nodes)
-    tmp, server, client = stack.tmp, stack.server, stack.client
+    stack = await embedded_stack("lahar-bench-e2e-", nodes, split=split)
+    client = stack.client
     informers, fleet = stack.informers, stack.fleet
     created: dict[str, float] = {}
     bound: dict[str, float] = {}
@@ -181,7 +188,7 @@ async def _measure(
         first = min(created.values())
         last = max(bound.values()) if bound else time.perf_counter()
         latencies = [(bound[n] - created[n]) * 1000 for n in bound if n in created]
-        requests = request_counts(server.state)
+        requests = request_counts(await stack.metrics_text())
         elapsed = last - first
         return {
             "pods_per_s": round(len(bound) / elapsed, 1) if elapsed > 0 else 0.0,
@@ -208,15 +215,13 @@ async def _measure(
             await fleet.close()
         with contextlib.suppress(Exception):
             await informers.stop()
-        await client.close()
-        await server.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        await stack.close()
 
 
-def request_counts(state: Any, top: int = 12) -> dict[str, int]:
+def request_counts(text: str, top: int = 12) -> dict[str, int]:
     """The API server's request counts by verb and resource (its own
-    ``apiserver_request_total``), the ``top`` largest: where the server's work went."""
-    text = state.metrics.render(state)[0].decode()
+    ``apiserver_request_total`` in its metrics ``text``), the ``top`` largest: where the
+    server's work went."""
     counts: dict[str, int] = {}
     for line in text.splitlines():
         if not line.startswith("apiserver_request_total{"):
@@ -238,13 +243,19 @@ def run(
     schedule_period: float = 0.2,
     timeout: float = 600.0,
     profile: bool = False,
+    in_process: bool = False,
 ) -> dict[str, Any]:
-    """Run the benchmark; one JSON-ready dict (figures, parameters, machine)."""
+    """Run the benchmark; one JSON-ready dict (figures, parameters, machine).
+
+    ``in_process`` runs the API server on the benchmark's own event loop (one core)
+    instead of in a child process reached over HTTPS (see ``common.EmbeddedStack``)."""
     prof = cProfile.Profile() if profile else None
     if prof is not None:
         prof.enable()
     figures = asyncio.run(
-        _measure(nodes, pods, seed, concurrency, schedule_period, timeout, not profile)
+        _measure(
+            nodes, pods, seed, concurrency, schedule_period, timeout, not profile, not in_process
+        )
     )
     out: dict[str, Any] = {
         **figures,
@@ -256,7 +267,7 @@ def run(
             "schedule_period": schedule_period,
             "node_shape": "32 cpu / 128Gi / 110 pods (simulated)",
             "gang_sizes": list(GANG_SIZES),
-            "setup": "in-process: API server + scheduler daemon + simulated nodes, one loop",
+            "setup": SETUP_IN_PROCESS if in_process else SETUP_SPLIT,
         },
         "machine": machine(),
     }

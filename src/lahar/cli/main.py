@@ -54,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from lahar import gctune
+
+    gctune.tune()  # every command is a long-lived process or a benchmark: see gctune
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:

@@ -12,7 +12,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import lightkube
+from lightkube.config import client_adapter
 from lightkube.config.kubeconfig import Cluster, KubeConfig, User
 from lightkube.generic_resource import create_namespaced_resource
 
@@ -27,18 +29,35 @@ def from_kubeconfig(
     field_manager: str = DEFAULT_FIELD_MANAGER,
     context: str | None = None,
     timeout: float = 30.0,
+    max_connections: int | None = None,
 ) -> lightkube.AsyncClient:
-    """A client for the cluster a kubeconfig names (default ``$KUBECONFIG``, ``~/.kube/config``)."""
+    """A client for the cluster a kubeconfig names (default ``$KUBECONFIG``, ``~/.kube/config``).
+
+    ``max_connections`` sizes the connection pool (default: httpx's 100 connections, of
+    which only 20 are kept alive). A process with many concurrent writers wants them all
+    kept alive: beyond the 20th, every request would otherwise open (and TLS-handshake)
+    a new connection.
+    """
     if path is None:
         path = (
             os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
             or Path.home() / ".kube" / "config"
         )
     config = KubeConfig.from_file(path)
+    transport: httpx2.AsyncBaseTransport | None = None
+    if max_connections:
+        single = config.get(context)
+        assert single.user is not None
+        verify = client_adapter.verify_cluster(single.cluster, single.user, single.abs_file)
+        limits = httpx2.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        )
+        transport = httpx2.AsyncHTTPTransport(verify=verify, limits=limits)
     return lightkube.AsyncClient(
         config=config.get(context) if context else config,
         field_manager=field_manager,
         timeout=timeout,
+        transport=transport,
     )
 
 

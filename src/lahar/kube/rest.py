@@ -137,8 +137,18 @@ async def watch_events(
     try:
         if resp.status_code >= 400:
             raise _api_error(resp, await resp.aread())
-        async for line in resp.aiter_lines():
-            if line.strip():
-                yield _decode(line)
+        # Lines split as bytes (httpx's text decoding and line splitter cost more than
+        # the JSON decoding itself); a chunk may hold many events, or part of one.
+        partial = b""
+        async for chunk in resp.aiter_bytes():
+            if b"\n" not in chunk:
+                partial += chunk
+                continue
+            *lines, partial = (partial + chunk).split(b"\n")
+            for line in lines:
+                if line.strip():
+                    yield _decode(line)
+        if partial.strip():
+            yield _decode(partial)
     finally:
         await resp.aclose()

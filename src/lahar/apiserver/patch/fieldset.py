@@ -174,6 +174,20 @@ def compare(old: Any, new: Any, lists: ListSemantics) -> Comparison:
     return result
 
 
+def compare_field(old: Any, new: Any, key: str, lists: ListSemantics) -> Comparison:
+    """:func:`compare` of the top-level field ``key`` of two objects only (the paths
+    under ``f:<key>``, exactly as the whole comparison would report them)."""
+    result = Comparison()
+    lval = old.get(key, _MISSING) if isinstance(old, dict) else _MISSING
+    rval = new.get(key, _MISSING) if isinstance(new, dict) else _MISSING
+    if lval is _MISSING and rval is _MISSING:
+        return result
+    if _same(lval, rval):
+        return result
+    _cmp(lval, rval, ("f:" + key,), (key,), lists, result)
+    return result
+
+
 # Above this depth, equal subtrees (a status write's untouched spec) are skipped whole.
 _SAME_DEPTH = 2
 

@@ -26,6 +26,7 @@ from lahar.apiserver.patch.fieldset import (
     FieldSet,
     Path,
     compare,
+    compare_field,
     from_fields_v1,
     to_fields_v1,
 )
@@ -198,7 +199,10 @@ def record_update(
         entries = decode_managed_fields(old_list)
         from_client = False
 
-    diff = compare(without_managed_fields(old), without_managed_fields(new), lists)
+    if subresource == "status":  # only .status is tracked: compare nothing else
+        diff = compare_field(old, new, "status", lists)
+    else:
+        diff = compare(without_managed_fields(old), without_managed_fields(new), lists)
     changed = only_tracked(diff.changed(), subresource, status_subresource)
     removed = only_tracked(diff.removed, subresource, status_subresource)
     if not changed and not removed and not from_client:
