@@ -221,6 +221,36 @@ def test_private_tmp(shims: Any, tmp_path: Path) -> None:
     assert not Path("/tmp", name).exists()
 
 
+def test_paths_under_tmp_that_containers_need_are_bound_back(shims: Any, tmp_path: Path) -> None:
+    """A Python environment under /tmp (a CI checkout, say) stays visible, read-only,
+    behind the pod's private /tmp: the agent makes its mount point in the pod's tmp dir."""
+    from lahar.node.local import sandbox
+
+    env_dir = Path("/tmp") / f"lahar-shim-env-{secrets.token_hex(4)}"
+    (env_dir / "bin").mkdir(parents=True)
+    try:
+        (env_dir / "bin" / "tool").write_text("#!/bin/sh\necho tool ran\n")
+        (env_dir / "bin" / "tool").chmod(0o755)
+        pod_dir = tmp_path / "pod"
+        keep = sandbox.kept_under_tmp([str(env_dir), "/usr", str(tmp_path / "missing")])
+        assert keep == [str(env_dir)]
+        sandbox.make_dirs(pod_dir, keep)
+        mounts = sandbox.shim_mounts(pod_dir, [], keep)[:2]  # /tmp and the kept path
+        script = f"tool; touch {env_dir}/x; echo rc=$?; ls /tmp"
+        shim = shims(
+            ["sh", "-c", script], mounts=mounts, env={**ENV, "PATH": f"{env_dir}/bin:{ENV['PATH']}"}
+        )
+        assert shim.wait()["exit_code"] == 0, shim.output()
+        out = shim.output("stdout").splitlines()
+        assert out[:2] == ["tool ran", "rc=1"]
+        assert out[2:] == [env_dir.name]  # the rest of the host's /tmp stays hidden
+        assert not (env_dir / "x").exists()
+    finally:
+        for f in sorted(env_dir.rglob("*"), reverse=True):
+            f.unlink() if f.is_file() else f.rmdir()
+        env_dir.rmdir()
+
+
 def test_read_only_bind(shims: Any, tmp_path: Path) -> None:
     src = tmp_path / "data"
     src.mkdir()

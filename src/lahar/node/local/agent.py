@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,7 @@ from lahar.kube.informer import EventHandler, Informer
 from lahar.kube.resource import Resource
 from lahar.node import registration as reg
 from lahar.node.heartbeat import Heartbeater
-from lahar.node.local import hosts, runtime
+from lahar.node.local import hosts, runtime, sandbox
 from lahar.node.local.context import NodeContext, image_env
 from lahar.node.local.env import Lookups
 from lahar.node.local.logs import ContainerLogs, PodLogs
@@ -183,6 +184,7 @@ class LocalNode:
             pods=self.pod_informer.cache,
             hosts_for=self._hosts_for,
             paths_in_use=self._paths_in_use,
+            keep_paths=sandbox.kept_under_tmp([sys.prefix, *(opts.path_prepend or [])]),
             allocatable=opts.capacity(),
             stop_grace=opts.stop_grace,
         )

@@ -76,6 +76,8 @@ class NodeContext:
     # Container paths the other pods here mount volumes at (pod uid to leave out).
     paths_in_use: Callable[[str], set[str]] = lambda _uid: set()
     allocatable: dict[str, str] = field(default_factory=dict)
+    # Host paths under /tmp that containers need anyway (see sandbox.kept_under_tmp).
+    keep_paths: list[str] = field(default_factory=list)
     stop_grace: float = 5.0  # the longest a container gets when the agent itself stops
 
     def pod_dir(self, uid: str) -> Path:

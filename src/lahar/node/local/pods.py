@@ -151,7 +151,7 @@ class PodWorker:
 
     async def _prepare(self) -> None:
         self.state.start_time = time.time()
-        sandbox.make_dirs(self.dir)
+        sandbox.make_dirs(self.dir, self.ctx.keep_paths)
         pod_ip = self.ctx.host_ip
         if not _spec(self.pod).get("hostNetwork") and self.ctx.network is not None:
             endpoint = await self._attach()
@@ -333,7 +333,7 @@ class PodWorker:
             "overlay_dir": str(self.dir / "overlay" / cs.name),
             "created_file": str(self.dir / "run" / sandbox.CREATED),
             "log_file": str(log_dir / f"{cs.restart_count}.log"),
-            "mounts": sandbox.shim_mounts(self.dir, mounts),
+            "mounts": sandbox.shim_mounts(self.dir, mounts, self.ctx.keep_paths),
         }
         run = runtime.start(self.dir, cs.name, cs.restart_count, spec)
         if await runtime.wait_started(run):

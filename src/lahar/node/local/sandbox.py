@@ -22,17 +22,33 @@ Obj = dict[str, Any]
 CREATED = "created-mountpoints"  # mount points the shims had to make on the host
 
 
-def make_dirs(pod_dir: Path) -> None:
+def make_dirs(pod_dir: Path, keep: Iterable[str] = ()) -> None:
+    """The pod's directories, with a mount point in its /tmp for each kept path."""
     for sub in ("tmp", "etc", "logs", "run"):
         (pod_dir / sub).mkdir(parents=True, exist_ok=True)
     (pod_dir / "tmp").chmod(0o1777)
+    for path in keep:
+        (pod_dir / "tmp" / Path(path).relative_to("/tmp")).mkdir(parents=True, exist_ok=True)
 
 
-def shim_mounts(pod_dir: Path, mounts: list[volumes.Mount]) -> list[Obj]:
-    """The shim's mounts: the pod's /tmp, /etc/hosts, /etc/hostname, then the volumes,
-    shallow paths first so a mount inside another lands on top of it."""
+def kept_under_tmp(paths: Iterable[str]) -> list[str]:
+    """Of the host paths every container needs (the Python environment lahar and Ray run
+    from), those the pod's private /tmp would hide: they are bound back, read-only."""
+    out = []
+    for path in paths:
+        real = os.path.realpath(path)
+        if real.startswith("/tmp/") and os.path.isdir(real) and real not in out:
+            out.append(real)
+    return out
+
+
+def shim_mounts(pod_dir: Path, mounts: list[volumes.Mount], keep: Iterable[str] = ()) -> list[Obj]:
+    """The shim's mounts: the pod's /tmp (with the kept host paths bound back into it),
+    /etc/hosts, /etc/hostname, then the volumes, shallow paths first so a mount inside
+    another lands on top of it."""
     base: list[Obj] = [
         {"source": str(pod_dir / "tmp"), "target": "/tmp", "read_only": False},
+        *({"source": path, "target": path, "read_only": True} for path in keep),
         {"source": str(pod_dir / "etc" / "hosts"), "target": "/etc/hosts", "read_only": True},
         {"source": str(pod_dir / "etc" / "hostname"), "target": "/etc/hostname", "read_only": True},
     ]

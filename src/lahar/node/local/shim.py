@@ -139,7 +139,9 @@ class Mountpoints:
 
 
 def _under(path: str, parent: str) -> bool:
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
+    """Strictly below ``parent``: a mount *at* ``parent`` is the overlay's lower layer,
+    so its content shows through; only the mounts below it are hidden."""
+    return path.startswith(parent.rstrip("/") + "/")
 
 
 def apply_mounts(
