@@ -35,6 +35,7 @@ from typing import Any
 
 import pytest
 
+from lahar.node.local import sandbox
 from lahar.node.local.network import check_privileges
 from tests.e2e.cluster import Cluster
 from tests.node.local.conftest import free_cidr
@@ -609,7 +610,10 @@ def test_volumes_appear_at_their_paths(ns: Namespace) -> None:
         assert got["scratch"] == "scratch"
         assert got["memfs"] == "tmpfs"
         assert got["host"] == "host file"
-        assert got["tmp"] == "lahar-agent-private"  # a private /tmp
+        # A private /tmp: only the pod's own file, and the way to the Python environment
+        # when that lives under /tmp (it is bound back in, see sandbox.kept_under_tmp).
+        kept = [k.split("/")[2] for k in sandbox.kept_under_tmp([sys.prefix])]
+        assert sorted(got["tmp"].split()) == sorted(["lahar-agent-private", *kept])
         assert got["etchostname"] == "vols"
         assert got["hostsfile"] == "1"  # the pod's own /etc/hosts
         assert got["ro"] == "1"
