@@ -15,7 +15,6 @@ skipped), plus the parameters and the machine.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import secrets
@@ -32,32 +31,11 @@ from typing import Any
 import yaml
 
 from lahar.bench.common import machine
+from lahar.node.local.network import free_cidr
 
 ENTRYPOINT = 'python -c "import ray; ray.init(); print(ray.get(ray.remote(lambda: 42).remote()))"'
 DEFAULT_SAMPLE = Path(__file__).resolve().parents[4] / "shared/samples/kuberay"
 SAMPLE_NAME = "ray-job.sample.yaml"
-
-
-def _routes() -> list[ipaddress.IPv4Network]:
-    out = subprocess.run(["ip", "-j", "-4", "route"], capture_output=True, text=True).stdout
-    nets = []
-    for route in json.loads(out or "[]"):
-        dst = route.get("dst", "default")
-        if dst != "default":
-            nets.append(ipaddress.IPv4Network(dst if "/" in dst else dst + "/32", strict=False))
-    return nets
-
-
-def free_cidr() -> str:
-    """A random 10.x.y.0/24 (x in 100..249) that overlaps no route of this machine."""
-    taken = _routes()
-    for _ in range(200):
-        net = ipaddress.IPv4Network(
-            f"10.{secrets.randbelow(150) + 100}.{secrets.randbelow(256)}.0/24"
-        )
-        if not any(net.overlaps(t) for t in taken):
-            return str(net)
-    raise RuntimeError("no free /24 in 10.100.0.0-10.249.255.0")
 
 
 def small_rayjob(name: str, entrypoint: str = ENTRYPOINT, cpu: str = "1") -> dict[str, Any]:

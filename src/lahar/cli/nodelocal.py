@@ -76,30 +76,38 @@ def add_local(agents: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_local)
 
 
-def local_options(args: argparse.Namespace, state_dir: Path) -> object:
+def checked_options(*, flags: dict[str, str], tag: str | None, **options: object) -> object:
+    """``LocalOptions`` from command-line values, after checking them: ``flags`` names
+    the option each of ``cpu``/``memory`` came from, for the error message (exit 2)."""
     from lahar.api.quantity import QuantityError, parse_quantity
     from lahar.node.local.agent import LocalOptions, default_node_name
 
-    for flag, value in (("--cpu", args.cpu), ("--memory", args.memory)):
+    for key in ("cpu", "memory"):
+        value = options.get(key)
         if value is None:
             continue
         try:
-            if parse_quantity(value) <= 0:
-                raise QuantityError(value)
+            if parse_quantity(str(value)) <= 0:
+                raise QuantityError(str(value))
         except QuantityError:
-            raise UsageError(f"{flag}: {value!r} is not a positive quantity") from None
-    tag = args.tag
+            raise UsageError(f"{flags[key]}: {value!r} is not a positive quantity") from None
     if tag is not None and not re.fullmatch(r"[A-Za-z0-9_]{1,12}", tag):
         raise UsageError(f"tag {tag!r}: 1-12 letters, digits or underscores")
-    return LocalOptions(
+    options["node_name"] = options.get("node_name") or default_node_name()
+    return LocalOptions(owner_tag=tag, **options)  # type: ignore[arg-type]
+
+
+def local_options(args: argparse.Namespace, state_dir: Path) -> object:
+    return checked_options(
+        flags={"cpu": "--cpu", "memory": "--memory"},
+        tag=args.tag,
         state_dir=state_dir.resolve(),
-        node_name=args.node_name or default_node_name(),
+        node_name=args.node_name,
         cpu=args.cpu,
         memory=args.memory,
         max_pods=args.pods,
         bridge=args.bridge,
         cidr=args.pod_cidr,
-        owner_tag=args.tag,
         path_prepend=args.path,
         env=dict(args.env),
         labels=dict(args.label),

@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import logging
 import os
-import re
 import signal
 import sys
 from pathlib import Path
@@ -203,28 +202,15 @@ def _local_node_options(args: argparse.Namespace) -> object | None:
             flush=True,
         )
         return None
-    from lahar.node.local.agent import LocalOptions, default_node_name
+    from lahar.cli.nodelocal import checked_options
 
-    for flag, value in (
-        ("--local-node-cpu", args.local_node_cpu),
-        ("--local-node-memory", args.local_node_memory),
-    ):
-        if value is None:
-            continue
-        try:
-            if parse_quantity(value) <= 0:
-                raise QuantityError(value)
-        except QuantityError:
-            raise UsageError(f"{flag}: {value!r} is not a positive quantity") from None
-    tag = args.local_node_tag
-    if tag is not None and not re.fullmatch(r"[A-Za-z0-9_]{1,12}", tag):
-        raise UsageError(f"tag {tag!r}: 1-12 letters, digits or underscores")
-    return LocalOptions(
+    return checked_options(
+        flags={"cpu": "--local-node-cpu", "memory": "--local-node-memory"},
+        tag=args.local_node_tag,
         state_dir=args.data_dir / "node-local",
-        node_name=args.local_node_name or default_node_name(),
+        node_name=args.local_node_name,
         cpu=args.local_node_cpu,
         memory=args.local_node_memory,
         bridge=args.local_node_bridge,
         cidr=args.local_node_cidr,
-        owner_tag=args.local_node_tag,
     )

@@ -9,7 +9,6 @@ with the exact list of what is missing.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 import os
 import secrets
@@ -24,7 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from lahar.node.local.network import PodEndpoint, PodNetwork, check_privileges, netns_exec_argv
+from lahar.node.local.network import (
+    PodEndpoint,
+    PodNetwork,
+    check_privileges,
+    free_cidr,
+    netns_exec_argv,
+)
 
 SERVER = """
 import socket, sys
@@ -41,28 +46,6 @@ import socket, sys
 c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)
 print(c.recv(200).decode())
 """
-
-
-def _routes() -> list[ipaddress.IPv4Network]:
-    out = subprocess.run(["ip", "-j", "-4", "route"], capture_output=True, text=True).stdout
-    nets = []
-    for r in json.loads(out or "[]"):
-        dst = r.get("dst", "default")
-        if dst != "default":
-            nets.append(ipaddress.IPv4Network(dst if "/" in dst else dst + "/32", strict=False))
-    return nets
-
-
-def free_cidr(exclude: tuple[ipaddress.IPv4Network, ...] = ()) -> str:
-    """A random 10.x.y.0/24 that clashes with no route (and avoids 10.255/16)."""
-    taken = [*_routes(), *exclude, ipaddress.IPv4Network("10.255.0.0/16")]
-    for _ in range(100):
-        net = ipaddress.IPv4Network(
-            f"10.{secrets.randbelow(150) + 100}.{secrets.randbelow(256)}.0/24"
-        )
-        if not any(net.overlaps(t) for t in taken):
-            return str(net)
-    raise RuntimeError("no free /24 found")
 
 
 @pytest.fixture

@@ -61,6 +61,31 @@ class PodEndpoint:
     veth_host: str
 
 
+def routes() -> list[ipaddress.IPv4Network]:
+    """The destinations of this machine's IPv4 routes (the default route left out)."""
+    nets = []
+    for route in _ip_json("-4", "route", "show"):
+        dst = str(route.get("dst", "default"))
+        if dst != "default":
+            nets.append(ipaddress.IPv4Network(dst if "/" in dst else f"{dst}/32", strict=False))
+    return nets
+
+
+def free_cidr(exclude: tuple[ipaddress.IPv4Network, ...] = ()) -> str:
+    """A random 10.x.y.0/24 (x in 100..249) that overlaps no route of this machine nor
+    ``exclude``: a pod CIDR for a second, short-lived node (tests, benchmarks)."""
+    import secrets
+
+    taken = [*routes(), *exclude]
+    for _ in range(200):
+        net = ipaddress.IPv4Network(
+            f"10.{secrets.randbelow(150) + 100}.{secrets.randbelow(256)}.0/24"
+        )
+        if not any(net.overlaps(t) for t in taken):
+            return str(net)
+    raise PodNetworkError("no free /24 in 10.100.0.0-10.249.255.0")
+
+
 def check_privileges() -> str:
     """Empty if the pod network can be built; otherwise exactly what is missing."""
     return explain(missing_privileges())
