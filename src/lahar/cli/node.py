@@ -157,8 +157,41 @@ def run_until_signalled(main: Callable[[], Coroutine[Any, Any, int]]) -> int:
         return 0
 
 
-def run_sim(args: argparse.Namespace) -> int:
+def serve_agent(
+    kubeconfig: Path | None,
+    make: Callable[[Any], Any],
+    *,
+    agent: str,
+    failure: str,
+    failure_code: int,
+    failures: tuple[type[BaseException], ...],
+    banner: Callable[[Any], str],
+) -> int:
+    """Run a node agent (``make(client)``, with ``start``/``close``) until signalled:
+    a start that fails with one of ``failures`` is reported and ends with
+    ``failure_code``; otherwise ``banner(agent)`` is printed and the agent runs."""
     from lahar.kube import client as kclient
+
+    async def main() -> int:
+        client = kclient.from_kubeconfig(kubeconfig, field_manager=f"lahar-node-{agent}")
+        node = make(client)
+        try:
+            try:
+                await node.start()
+            except failures as exc:
+                print(f"lahar node {agent}: {failure}{exc}", file=sys.stderr)
+                return failure_code
+            print(f"lahar node {agent}: {banner(node)}", flush=True)
+            await asyncio.Event().wait()
+            return 0
+        finally:
+            await asyncio.shield(node.close())
+            await client.close()
+
+    return run_until_signalled(main)
+
+
+def run_sim(args: argparse.Namespace) -> int:
     from lahar.node.sim import SimFleet, SimOptions
 
     logging.basicConfig(
@@ -189,26 +222,16 @@ def run_sim(args: argparse.Namespace) -> int:
     if args.kubeconfig is not None and not args.kubeconfig.exists():
         raise UsageError(f"kubeconfig {args.kubeconfig} does not exist")
 
-    async def main() -> int:
-        client = kclient.from_kubeconfig(args.kubeconfig, field_manager="lahar-node-sim")
-        fleet = SimFleet(client, options)
-        try:
-            try:
-                await fleet.start()
-            except Exception as exc:
-                print(f"lahar node sim: cannot register the nodes: {exc}", file=sys.stderr)
-                return 1
-            port = fleet.log_server.port if fleet.log_server else None
-            print(
-                f"lahar node sim: {len(fleet.nodes)} nodes registered "
-                f"({options.name_prefix}0..{options.name_prefix}{options.count - 1}); "
-                f"pod logs on 127.0.0.1:{port}",
-                flush=True,
-            )
-            await asyncio.Event().wait()
-            return 0
-        finally:
-            await asyncio.shield(fleet.close())
-            await client.close()
-
-    return run_until_signalled(main)
+    return serve_agent(
+        args.kubeconfig,
+        lambda client: SimFleet(client, options),
+        agent="sim",
+        failure="cannot register the nodes: ",
+        failure_code=1,
+        failures=(Exception,),
+        banner=lambda fleet: (
+            f"{len(fleet.nodes)} nodes registered "
+            f"({options.name_prefix}0..{options.name_prefix}{options.count - 1}); "
+            f"pod logs on 127.0.0.1:{fleet.log_server.port if fleet.log_server else None}"
+        ),
+    )

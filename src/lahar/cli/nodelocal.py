@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-import sys
 from pathlib import Path
 
 from lahar.cli.common import UsageError
@@ -117,8 +116,7 @@ def local_options(args: argparse.Namespace, state_dir: Path) -> object:
 
 
 def run_local(args: argparse.Namespace) -> int:
-    from lahar.cli.node import run_until_signalled
-    from lahar.kube import client as kclient
+    from lahar.cli.node import serve_agent
     from lahar.node.local.agent import LocalNode, LocalNodeError
     from lahar.node.local.network import check_privileges
 
@@ -133,29 +131,15 @@ def run_local(args: argparse.Namespace) -> int:
     if args.kubeconfig is not None and not args.kubeconfig.exists():
         raise UsageError(f"kubeconfig {args.kubeconfig} does not exist")
 
-    async def main() -> int:
-        client = kclient.from_kubeconfig(args.kubeconfig, field_manager="lahar-node-local")
-        node = LocalNode(client, options)  # type: ignore[arg-type]
-        try:
-            try:
-                await node.start()
-            except LocalNodeError as exc:
-                print(f"lahar node local: {exc}", file=sys.stderr)
-                return 2
-            port = node.log_server.port if node.log_server else None
-            print(
-                f"lahar node local: node {node.options.node_name} is up; "
-                f"pods on {node.options.cidr}; pod logs on 127.0.0.1:{port}",
-                flush=True,
-            )
-            import asyncio
-
-            await asyncio.Event().wait()
-            return 0
-        finally:
-            import asyncio
-
-            await asyncio.shield(node.close())
-            await client.close()
-
-    return run_until_signalled(main)
+    return serve_agent(
+        args.kubeconfig,
+        lambda client: LocalNode(client, options),  # type: ignore[arg-type]
+        agent="local",
+        failure="",
+        failure_code=2,
+        failures=(LocalNodeError,),
+        banner=lambda node: (
+            f"node {node.options.node_name} is up; pods on {node.options.cidr}; "
+            f"pod logs on 127.0.0.1:{node.log_server.port if node.log_server else None}"
+        ),
+    )
