@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,13 +122,14 @@ def start(pod_dir: Path, container: str, restart: int, spec: dict[str, Any]) -> 
         stale.unlink(missing_ok=True)
     full = dict(spec, started_file=str(run.started_file), exit_file=str(run.exit_file))
     run.spec_file.write_text(json.dumps(full))
-    run.proc = subprocess.Popen(
-        [sys.executable, "-m", "lahar.node.local.shim", str(run.spec_file)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=open(run.file(".shim.log"), "ab"),  # noqa: SIM115 - the child owns it
-        close_fds=True,
-    )
+    with open(run.file(".shim.log"), "ab") as shim_log:  # the child keeps its own copy
+        run.proc = subprocess.Popen(
+            [sys.executable, "-m", "lahar.node.local.shim", str(run.spec_file)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=shim_log,
+            close_fds=True,
+        )
     run.shim_pid = run.proc.pid
     return run
 
@@ -160,13 +162,7 @@ async def wait_exit(run: Run) -> ExitStatus:
     if status is not None:
         return status
     # The shim died without a word (SIGKILL, or a crash): the container was killed with it.
-    return ExitStatus(exit_code=137, finished=_now(), reason="Error", signal=signal.SIGKILL)
-
-
-def _now() -> float:
-    import time
-
-    return time.time()
+    return ExitStatus(exit_code=137, finished=time.time(), reason="Error", signal=signal.SIGKILL)
 
 
 async def _wait_pid(pid: int, proc: subprocess.Popen[bytes] | None) -> None:
