@@ -294,3 +294,26 @@ async def test_progress_never_passes_an_undelivered_event(store: Store, hub: Wat
     pending.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await pending
+
+
+async def test_progress_counts_writes_made_while_nobody_watched(
+    store: Store, hub: WatchHub
+) -> None:
+    """Writes committed while no watch is registered are dispatched to nobody, but they
+    are dispatched: an idle watch started next must not keep bookmarking an RV before
+    them (an informer's bookmarks would stay stale until some later write)."""
+    from lahar.apiserver.watch import WatchProgress
+
+    store.create("pods", obj("a"))
+    since = store.current_rv()
+    for name in ("s1", "s2", "s3"):  # nobody watches: no dispatch is scheduled
+        store.create("services", obj(name))
+    progress = WatchProgress()
+    it = hub.watch("pods", None, since, progress=progress)
+    pending = asyncio.ensure_future(it.__anext__())
+    await until_registered(hub, "pods", 1)
+    await asyncio.sleep(0)  # idle, nothing for it
+    assert progress.safe_rv() == store.current_rv()
+    pending.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await pending

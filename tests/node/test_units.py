@@ -128,7 +128,7 @@ async def test_write_queue_retries_and_gives_up_on_404() -> None:
 
     async def gone() -> None:
         calls["gone"] += 1
-        raise rest._api_error(httpx2.Response(404, request=httpx2.Request("GET", "http://x/")), b"")
+        raise rest.api_error(404, b"")
 
     q.start()
     try:

@@ -204,7 +204,11 @@ class WatchHub:
         loop = self._loop
         if loop is None or self._closed or not self._by_gr or loop.is_closed():
             # Nobody is registered, so nobody can miss these: a watch registered later
-            # reads them from the store's replay.
+            # reads them from the store's replay (which waits for this commit's lock).
+            # They count as dispatched all the same, or an idle watch registered next
+            # would send bookmarks stuck before them until some later write.
+            if events:
+                self.dispatched_rv = max(self.dispatched_rv, events[-1].rv)
             return
         if _running_loop() is loop:
             loop.call_soon(self._dispatch, events)
