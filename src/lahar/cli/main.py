@@ -54,9 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from lahar import gctune
+    from lahar import eventloop, gctune
 
     gctune.tune()  # every command is a long-lived process or a benchmark: see gctune
+    eventloop.install()
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:
