@@ -4,6 +4,11 @@ The scheduler, the validators and the node agents all read quantities; they shar
 this one parser so that ``"1000m"``, ``"1"`` and ``"1e0"`` mean the same
 everywhere. Values are :class:`fractions.Fraction`, so nothing is rounded until a
 caller asks for milli-units or bytes.
+
+Parsing is exact, hence slow (a regular expression, a ``Decimal`` and a few
+``Fraction`` operations), and the same few spellings (``"100m"``, ``"128Mi"``) are
+read over and over: parsed strings are memoised. A ``Fraction`` is immutable, so
+every caller may share the cached result.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import math
 import re
 from decimal import Decimal
 from fractions import Fraction
+from functools import lru_cache
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -26,6 +32,7 @@ _DECIMAL = {
     "P": Fraction(10**15),
     "E": Fraction(10**18),
 }
+_CACHED_LENGTH = 40
 _QUANTITY = re.compile(
     r"^(?P<sign>[+-]?)(?P<num>\d+(?:\.\d*)?|\.\d+)"
     r"(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
@@ -48,6 +55,17 @@ def parse_quantity(value: str | int | float) -> Fraction:
         return Fraction(Decimal(repr(value)))
     if not isinstance(value, str):
         raise QuantityError(f"quantities must be strings or numbers, not {type(value).__name__}")
+    # Only short plain strings are memoised: a str subclass may compare differently,
+    # and a client must not fill the cache with huge keys.
+    if type(value) is str and len(value) <= _CACHED_LENGTH:
+        return _parse_text(value)
+    return _parse_text.__wrapped__(value)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Fraction:
+    """The uncached parse of a string quantity (memoised for plain ``str`` values; a
+    failed parse raises each time, so errors are never cached)."""
     match = _QUANTITY.match(value.strip())
     if not match or value != value.strip():
         raise QuantityError(

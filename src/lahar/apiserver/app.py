@@ -16,6 +16,7 @@ import logging
 import time
 from typing import Any
 
+import orjson
 import yaml
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -93,11 +94,30 @@ def decode_body(raw: bytes, content_type: str) -> Any:
     try:
         if text_type in ("application/yaml", "application/apply-patch+yaml"):
             return yaml.safe_load(raw)
-        return json.loads(raw)
+        return _loads_json(raw)
     except (ValueError, yaml.YAMLError) as exc:
         kind = "YAML" if "yaml" in text_type else "JSON"
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise bad_request(f"error decoding {kind} body: {detail}") from None
+
+
+# A run of 19 or more digits may be an integer beyond 64 bits, which orjson would read
+# as a float where ``json`` keeps the exact int. Found by mapping every digit to "0" and
+# anything else to "x" (ten times faster than a regular expression on a status body).
+_DIGITS_TO_ZERO = bytes(48 if 48 <= c <= 57 else 120 for c in range(256))
+_LONG_RUN = b"0" * 19
+
+
+def _loads_json(raw: bytes) -> Any:
+    """``json.loads(raw)``, by orjson (several times faster) when the two agree: orjson
+    refuses what only ``json`` accepts (NaN, a BOM, lone surrogates, other encodings,
+    1e400), which then goes to ``json``, and big integers never reach it."""
+    if isinstance(raw, bytes) and _LONG_RUN not in raw.translate(_DIGITS_TO_ZERO):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(raw)
 
 
 def _path(request: Request) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 import string
+import time
 from typing import Any
 
 Obj = dict[str, Any]
@@ -13,8 +14,24 @@ _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # the real server avoids vowel
 
 
 def now_rfc3339(clock: dt.datetime | None = None) -> str:
-    t = clock or dt.datetime.now(dt.UTC)
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    """``clock`` (default: now) in seconds-precision RFC 3339, as ``metav1.Time``.
+
+    Every write stamps a time or two and they change once a second: the string of
+    the current second is kept and reused (``datetime.now`` + ``strftime`` were 2% of
+    the server's CPU)."""
+    if clock is not None:
+        return clock.strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _now_cache
+    second = int(time.time())
+    cached = _now_cache  # one read: another thread may replace the pair meanwhile
+    if cached[0] == second:
+        return cached[1]
+    text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+    _now_cache = (second, text)
+    return text
+
+
+_now_cache: tuple[int, str] = (-1, "")
 
 
 def parse_time(text: str) -> dt.datetime:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from lahar.apiserver.routing import Route
     from lahar.apiserver.state import ServerState
 
+_MAX_CHILDREN = 10_000  # label sets remembered (each is a metric series anyway)
 _VERBS = {"GET": "GET", "POST": "POST", "PUT": "PUT", "PATCH": "PATCH", "DELETE": "DELETE"}
 
 
@@ -42,6 +43,7 @@ class Metrics:
             ["resource"],
             registry=self.registry,
         )
+        self._children: dict[tuple[str, str, str, str, int], tuple[Any, Any]] = {}
         self.rv = Gauge(
             "lahar_apiserver_resource_version",
             "Current global resourceVersion.",
@@ -53,9 +55,19 @@ class Metrics:
         group, resource = (rt.group, rt.plural) if rt else ("", "")
         sub = route.subresource if route else ""
         verb = _VERBS.get(method, method)
-        self.requests.labels(verb, group, resource, sub, str(code)).inc()
-        if rt is not None:
-            self.latency.labels(verb, group, resource).observe(seconds)
+        key = (verb, group, resource, sub, code)
+        children = self._children.get(key)
+        if children is None:
+            # ``labels()`` validates and stringifies its arguments and takes a lock on
+            # every call; the children for a label set never change, so keep them.
+            counter = self.requests.labels(verb, group, resource, sub, str(code))
+            latency = self.latency.labels(verb, group, resource) if rt is not None else None
+            children = (counter, latency)
+            if len(self._children) < _MAX_CHILDREN:
+                self._children[key] = children
+        children[0].inc()
+        if children[1] is not None:
+            children[1].observe(seconds)
 
     def render(self, state: ServerState) -> tuple[bytes, str]:
         for gr in state.store.list_resources():

@@ -8,7 +8,8 @@ transaction as the change so a watch can resume from a retained RV even after a 
 and after-commit callbacks to subscribers, so the watch hub never polls.
 
 Durability: ``synchronous=NORMAL`` in WAL mode. A commit has reached the WAL file when it
-returns, so it survives the process being killed (only an OS crash could lose it).
+returns, so it survives the process being killed (only an OS crash could lose it). WAL
+checkpoints run in a thread of their own (``checkpoint.py``), not in a commit.
 Threads: a re-entrant lock serialises callers; a :meth:`Store.transaction` holds it until
 it ends, so never ``await`` inside one.
 
@@ -33,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from lahar.apiserver.checkpoint import CHECKPOINT_EVERY, SAFETY_NET_PAGES, Checkpointer
 from lahar.apiserver.storetypes import (  # re-exported: callers name them via store
     EventType,
     Expired,
@@ -82,7 +84,13 @@ COMMIT;
 class Store:
     """Objects keyed by (group-resource, namespace, name), plus the watch event log."""
 
-    def __init__(self, path: pathlib.Path, *, window: int = 20000) -> None:
+    def __init__(
+        self,
+        path: pathlib.Path,
+        *,
+        window: int = 20000,
+        checkpoint_every: int | None = CHECKPOINT_EVERY,
+    ) -> None:
         if window < 1:
             raise ValueError("window must be at least 1")
         self._window = window
@@ -112,6 +120,12 @@ class Store:
         self._compacted = self._scalar("SELECT value FROM meta WHERE key = 'compacted'")
         self._n_events = self._scalar("SELECT count(*) FROM events")
         self._maybe_trim()
+        # WAL checkpoints in a thread of their own (checkpoint.py); None: SQLite's own.
+        self._checkpointer: Checkpointer | None = None
+        wal = self._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        if checkpoint_every is not None and wal:
+            self._db.execute(f"PRAGMA wal_autocheckpoint = {SAFETY_NET_PAGES}")
+            self._checkpointer = Checkpointer(str(path), self._lock, every=checkpoint_every)
 
     def _scalar(self, sql: str, params: tuple[Any, ...] = ()) -> int:
         row = self._db.execute(sql, params).fetchone()
@@ -126,6 +140,12 @@ class Store:
                 return
             if self._depth:
                 raise StoreError("cannot close the store inside a transaction")
+            checkpointer, self._checkpointer = self._checkpointer, None
+        if checkpointer is not None:  # not under the lock: its last checkpoint may take it
+            checkpointer.close()
+        with self._lock:
+            if self._closed:
+                return
             self._closed = True
             self._subscribers.clear()
             self._db.close()
@@ -178,6 +198,8 @@ class Store:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
                 raise
+            if self._checkpointer is not None:
+                self._checkpointer.committed()
             events, self._pending = self._pending, []
             self._n_events += len(events)
             self._maybe_trim()
@@ -332,7 +354,7 @@ class Store:
                 params,
             ).fetchall()
         return [
-            WatchEvent(t, g, ns, n, r, orjson.loads(d), orjson.loads(p) if p else None)
+            WatchEvent(t, g, ns, n, r, orjson.loads(d), prev_data=p or None)
             for r, t, g, ns, n, d, p in rows
         ]
 
@@ -419,17 +441,10 @@ class Store:
             (rv, type_, gr, namespace, name, data, prev),
         )
         self._rv = rv
-        # Two decodes: the caller and the watchers each get their own object.
+        # Two decodes: the caller and the watchers each get their own object. The
+        # previous object is decoded only if a filtered watch asks for it.
         self._pending.append(
-            WatchEvent(
-                type_,
-                gr,
-                namespace,
-                name,
-                rv,
-                orjson.loads(data),
-                orjson.loads(prev) if prev is not None else None,
-            )
+            WatchEvent(type_, gr, namespace, name, rv, orjson.loads(data), prev_data=prev)
         )
         return orjson.loads(data)
 

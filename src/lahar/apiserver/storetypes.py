@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
@@ -51,19 +50,61 @@ class InvalidObject(StoreError):
     """The object is not storable (not a JSON object, no name, not JSON-serialisable)."""
 
 
-@dataclass(frozen=True, slots=True)
 class WatchEvent:
-    """One committed change, as a watch reports it. ``object`` is shared: do not mutate."""
+    """One committed change, as a watch reports it. ``object`` is shared: do not mutate.
 
-    type: EventType
-    gr: str
-    namespace: str
-    name: str
-    rv: int
-    object: dict[str, Any]
-    # The object before a MODIFIED change (None otherwise): filtered watches need it to
-    # tell an object that stopped matching (DELETED) from one that never matched.
-    prev: dict[str, Any] | None = None
+    ``prev`` is the object before a MODIFIED change (None otherwise): filtered watches
+    need it to tell an object that stopped matching (DELETED) from one that never
+    matched. Only those read it, so the store hands over the stored bytes
+    (``prev_data``) and ``prev`` decodes them on first use: most events never pay for it.
+    """
+
+    __slots__ = ("_prev", "_prev_data", "gr", "name", "namespace", "object", "rv", "type")
+
+    def __init__(
+        self,
+        type: EventType,
+        gr: str,
+        namespace: str,
+        name: str,
+        rv: int,
+        object: dict[str, Any],
+        prev: dict[str, Any] | None = None,
+        *,
+        prev_data: bytes | None = None,
+    ) -> None:
+        self.type = type
+        self.gr = gr
+        self.namespace = namespace
+        self.name = name
+        self.rv = rv
+        self.object = object
+        self._prev = prev
+        self._prev_data = prev_data if prev is None else None
+
+    @property
+    def prev(self) -> dict[str, Any] | None:
+        data = self._prev_data
+        if data is not None:  # two threads may both decode: equal results, either wins
+            self._prev = orjson.loads(data)
+            self._prev_data = None
+        return self._prev
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.type, self.gr, self.namespace, self.name, self.rv, self.object, self.prev)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WatchEvent):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # holds dicts, as the dataclass did
+
+    def __repr__(self) -> str:
+        return (
+            f"WatchEvent(type={self.type!r}, gr={self.gr!r}, namespace={self.namespace!r}, "
+            f"name={self.name!r}, rv={self.rv!r}, object={self.object!r}, prev={self.prev!r})"
+        )
 
 
 def _key_text(gr: str, namespace: str, name: str) -> str:

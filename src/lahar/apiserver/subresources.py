@@ -25,7 +25,6 @@ from lahar.apiserver.errors import (
     invalid,
     method_not_allowed,
 )
-from lahar.apiserver.jsoncopy import clone
 from lahar.apiserver.logs import LogRequest
 from lahar.apiserver.meta import meta, now_rfc3339
 from lahar.apiserver.routing import Route
@@ -133,7 +132,9 @@ def bind(
         )
     if dry_run:
         return
-    new = clone(pod)
+    # ``store.get`` decodes a fresh object for each call: this one is ours to change.
+    rv = int(m["resourceVersion"])
+    new = pod
     new["spec"]["nodeName"] = node
     annotations = (body.get("metadata") or {}).get("annotations")
     if annotations:
@@ -153,7 +154,7 @@ def bind(
     )
     new.setdefault("status", {})["conditions"] = conditions
     try:
-        state.store.update("pods", new, expected_rv=int(m["resourceVersion"]))
+        state.store.update("pods", new, expected_rv=rv)
     except storemod.RVConflict as exc:
         raise conflict("pods", name, "") from exc
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from lahar.api.quantity import QuantityError, format_quantity, parse_quantity
@@ -22,11 +23,27 @@ from lahar.apiserver.errors import Cause
 
 STANDARD_CONTAINER_RESOURCES = {"cpu", "memory", "ephemeral-storage"}
 _BINARY_SUFFIX = re.compile(r"(Ki|Mi|Gi|Ti|Pi|Ei)$")
+_CACHED_LENGTH = 40
 _QUANTITY_FORMAT = "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 
 
 def canonical(value: Any) -> Any:
-    """Canonical string for a quantity; values that do not parse are returned as-is."""
+    """Canonical string for a quantity; values that do not parse are returned as-is.
+
+    Every container's requests and limits are canonicalised on each pod write, and
+    validated (which spells them canonically again), from a handful of common
+    spellings: short plain strings are memoised (the result is an immutable str)."""
+    if type(value) is str and len(value) <= _CACHED_LENGTH:
+        return _canonical_text(value)
+    return _canonical(value)
+
+
+@lru_cache(maxsize=4096)
+def _canonical_text(value: str) -> str:
+    return _canonical(value)  # type: ignore[no-any-return]
+
+
+def _canonical(value: Any) -> Any:
     try:
         amount = parse_quantity(value)
     except QuantityError:

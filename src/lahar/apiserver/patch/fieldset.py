@@ -17,6 +17,7 @@ strings used in conflict messages.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,23 @@ import orjson
 
 from lahar.apiserver.errors import bad_request
 from lahar.apiserver.jsoncopy import clone
+from lahar.apiserver.patch.fieldsv1 import from_fields_v1, to_fields_v1
 from lahar.apiserver.patch.lists import ListSemantics, ListType
+
+__all__ = [  # FieldsV1 encoding lives in fieldsv1.py; named here too, as it always was
+    "Comparison",
+    "FieldSet",
+    "Path",
+    "compare",
+    "compare_field",
+    "field_set",
+    "from_fields_v1",
+    "human_path",
+    "item_element",
+    "remove_paths",
+    "to_fields_v1",
+    "under",
+]
 
 Path = tuple[str, ...]
 FieldSet = set[Path]
@@ -42,7 +59,24 @@ _MISSING: Any = _Missing()
 
 
 def _dump(value: Any) -> str:
+    """Compact JSON with sorted keys, as path elements spell list keys and set items.
+
+    Every list item of every compared object is named this way, mostly by a small
+    map of plain strings (``{"type":"Ready"}``, ``{"name":"main"}``): those are spelled
+    directly, exactly as ``json.dumps`` would (it escapes nothing but ``"``, ``\\``
+    and control characters when ``ensure_ascii`` is off); anything else goes to it."""
+    kind = type(value)
+    if kind is str and _PLAIN(value):
+        return f'"{value}"'
+    if kind is dict and all(
+        type(k) is str and type(v) is str and _PLAIN(k) and _PLAIN(v) for k, v in value.items()
+    ):
+        return "{" + ",".join(f'"{k}":"{v}"' for k, v in sorted(value.items())) + "}"
     return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+
+
+# Strings json.dumps(ensure_ascii=False) writes as they are, between quotes.
+_PLAIN = re.compile(r'[^"\\\x00-\x1f]*\Z').match
 
 
 def item_element(lt: ListType, item: Any, where: str = "") -> str | None:
@@ -216,9 +250,34 @@ def _items(lt: ListType, value: Any) -> dict[str, Any]:
     return out
 
 
+def _collect(
+    value: Any, fpath: Path, spath: tuple[str, ...], lists: ListSemantics, out: FieldSet
+) -> None:
+    """Every path of ``value`` and below into ``out``: what :func:`_cmp` reports for a
+    subtree present on one side only (all added, or all removed), without comparing.
+    A create, and most of a pod's first status write, are nothing but such subtrees."""
+    if isinstance(value, dict):
+        if value and lists.object_kind(spath) != "atomic":
+            for key, sub in value.items():
+                _collect(sub, (*fpath, "f:" + key), (*spath, key), lists, out)
+    elif isinstance(value, list) and value:
+        lt = lists.resolve(spath)
+        if lt.kind != "atomic":
+            for element, item in _items(lt, value).items():
+                _collect(item, (*fpath, element), spath, lists, out)
+    if fpath:
+        out.add(fpath)
+
+
 def _cmp(
     lhs: Any, rhs: Any, fpath: Path, spath: tuple[str, ...], lists: ListSemantics, out: Comparison
 ) -> None:
+    if lhs is _MISSING:
+        _collect(rhs, fpath, spath, lists, out.added)
+        return
+    if rhs is _MISSING:
+        _collect(lhs, fpath, spath, lists, out.removed)
+        return
     container = None
     if isinstance(lhs, dict | _Missing) and isinstance(rhs, dict | _Missing):
         container = "dict"
@@ -324,52 +383,6 @@ def _remove(root: dict, path: Path, lists: ListSemantics, keep: FieldSet) -> Non
         depth -= 1
         if container or depth <= 1 or path[:depth] in keep:
             break
-
-
-# ---------------------------------------------------------------------------
-# FieldsV1.
-
-
-def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
-    """Encode a field set as a FieldsV1 object."""
-    tree: dict[str, Any] = {}
-    members: set[Path] = set()
-    for path in paths:
-        node = tree
-        for element in path:
-            node = node.setdefault(element, {})
-        members.add(path)
-
-    def finish(node: dict[str, Any], prefix: Path) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if node and prefix in members:
-            out["."] = {}
-        for element in sorted(node):
-            out[element] = finish(node[element], (*prefix, element))
-        return out
-
-    return finish(tree, ())
-
-
-def from_fields_v1(fields: Any) -> FieldSet:
-    """Decode a FieldsV1 object into a field set (malformed parts are skipped)."""
-    out: FieldSet = set()
-
-    def walk(node: Any, prefix: Path) -> None:
-        if not isinstance(node, dict):
-            return
-        if not node and prefix:
-            out.add(prefix)
-            return
-        for element, sub in node.items():
-            if element == ".":
-                if prefix:
-                    out.add(prefix)
-            else:
-                walk(sub, (*prefix, element))
-
-    walk(fields, ())
-    return out
 
 
 def under(path: Path, prefix: Path) -> bool:

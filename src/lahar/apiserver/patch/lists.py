@@ -61,6 +61,7 @@ class ListType:
 
 
 ATOMIC = ListType("atomic")
+_MAX_CACHED_PATHS = 4096
 
 
 @dataclass
@@ -90,12 +91,26 @@ class ListSemantics:
     def __init__(self, root: FieldNode | None = None, default_object: ObjectKind = "struct"):
         self._root = root or FieldNode()
         self._default_object: ObjectKind = default_object
+        # path -> node: every write walks its object and asks about each path (the
+        # tree is never changed once built). Bounded: free-form map keys are paths too.
+        self._nodes: dict[tuple[str, ...], FieldNode | None] = {}
 
     @property
     def root(self) -> FieldNode:
         return self._root
 
     def _node(self, path: tuple[str, ...]) -> FieldNode | None:
+        try:
+            return self._nodes[path]
+        except KeyError:
+            pass
+        node = self._walk(path)
+        if len(self._nodes) >= _MAX_CACHED_PATHS:
+            self._nodes.clear()
+        self._nodes[path] = node
+        return node
+
+    def _walk(self, path: tuple[str, ...]) -> FieldNode | None:
         node: FieldNode | None = self._root
         for name in path:
             if node is None:

@@ -21,6 +21,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from lahar.apiserver.jsoncopy import clone
 from lahar.apiserver.patch.fieldset import (
     FieldSet,
@@ -112,7 +114,7 @@ def decode_managed_fields(entries: Any) -> list[Entry]:
             api_version=str(raw.get("apiVersion", "")),
             subresource=str(raw.get("subresource", "") or ""),
             time=raw.get("time"),
-            fields=from_fields_v1(raw.get("fieldsV1") or {}),
+            fields=_decode_fields(raw.get("fieldsV1") or {}),
             raw=raw,
         )
         previous = out.get(entry.identity)
@@ -122,6 +124,28 @@ def decode_managed_fields(entries: Any) -> list[Entry]:
         else:
             out[entry.identity] = entry
     return list(out.values())
+
+
+def _decode_fields(fields_v1: Any) -> FieldSet:
+    """``from_fields_v1``, memoised by the entry's JSON: every update decodes every
+    entry of the object it replaces, and most entries are alike (pods of one template,
+    the Leases of many nodes) or unchanged since the last write. The caller may change
+    the set it gets: it is a copy."""
+    try:
+        key = orjson.dumps(fields_v1)
+    except (TypeError, orjson.JSONEncodeError):
+        return from_fields_v1(fields_v1)
+    cached = _DECODED.get(key)
+    if cached is None:
+        cached = frozenset(from_fields_v1(fields_v1))
+        if len(_DECODED) >= _MAX_DECODED:
+            _DECODED.clear()
+        _DECODED[key] = cached
+    return set(cached)
+
+
+_DECODED: dict[bytes, frozenset[Path]] = {}
+_MAX_DECODED = 2048
 
 
 def encode_managed_fields(entries: list[Entry]) -> list[dict[str, Any]]:
@@ -146,7 +170,13 @@ def tracked(path: Path, subresource: str, status_subresource: bool) -> bool:
 
 
 def only_tracked(paths: FieldSet, subresource: str, status_subresource: bool) -> FieldSet:
-    return {p for p in paths if tracked(p, subresource, status_subresource)}
+    """The paths of ``paths`` that are :func:`tracked` (inlined: a create filters every
+    path of the object)."""
+    if subresource == "status":
+        return {p for p in paths if p and p[0] == "f:status" and p not in STRIPPED}
+    if status_subresource:
+        return {p for p in paths if p and p[0] != "f:status" and p not in STRIPPED}
+    return {p for p in paths if p and p not in STRIPPED}
 
 
 def without_managed_fields(obj: dict | None) -> dict:

@@ -248,12 +248,16 @@ def _unknown(value: Any, node: Node, path: str, out: list[str]) -> None:
             if sub is None:
                 sub = additional
             if sub is not None:
-                _unknown(item, sub, _join(path, key), out)
+                # A scalar has no fields: skip the call and the path it would need
+                # (most of an object's values; this walk runs on every write).
+                if isinstance(item, dict | list):
+                    _unknown(item, sub, _join(path, key), out)
             elif known:
                 out.append(_join(path, key))
     elif isinstance(value, list) and node.items is not None:
         for index, item in enumerate(value):
-            _unknown(item, node.items, f"{path}[{index}]", out)
+            if isinstance(item, dict | list):
+                _unknown(item, node.items, f"{path}[{index}]", out)
 
 
 def prune(obj: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
