@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 
 from lahar.apiserver.checkpoint import CHECKPOINT_EVERY, SAFETY_NET_PAGES, Checkpointer
+from lahar.apiserver.storecache import ObjectCache
 from lahar.apiserver.storetypes import (  # re-exported: callers name them via store
     EventType,
     Expired,
@@ -104,6 +105,7 @@ class Store:
                 raise StoreError(f"{path}: unsupported store schema version")
             self._db.executescript(_SCHEMA)
         except BaseException:
+            self._cache.clear()
             self._db.close()
             raise
         self._closed = False
@@ -111,6 +113,7 @@ class Store:
         self._pending: list[WatchEvent] = []  # events of the open transaction
         self._subscribers: list[Subscriber] = []
         self._outbox: deque[builtins.list[WatchEvent]] = deque()
+        self._cache = ObjectCache()  # storecache.py: reads without SQLite
         self._publishing = False
         self._rv = self._scalar(
             "SELECT max(coalesce((SELECT max(rv) FROM events), 0),"
@@ -148,6 +151,7 @@ class Store:
                 return
             self._closed = True
             self._subscribers.clear()
+            self._cache.clear()
             self._db.close()
 
     def subscribe(self, callback: Subscriber) -> None:
@@ -171,7 +175,7 @@ class Store:
         with self._lock:
             self._check_open()
             depth = self._depth
-            saved = (self._rv, len(self._pending))
+            saved = (self._rv, len(self._pending), self._cache.mark())
             self._db.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
             self._depth = depth + 1
             try:
@@ -180,6 +184,7 @@ class Store:
                 self._depth = depth
                 self._rv = saved[0]
                 del self._pending[saved[1] :]
+                self._cache.rollback(saved[2])
                 if depth == 0:
                     self._db.execute("ROLLBACK")
                 else:
@@ -195,9 +200,11 @@ class Store:
             except BaseException:
                 self._rv = saved[0]
                 self._pending.clear()
+                self._cache.rollback(saved[2])
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
                 raise
+            self._cache.committed()
             if self._checkpointer is not None:
                 self._checkpointer.committed()
             events, self._pending = self._pending, []
@@ -230,11 +237,14 @@ class Store:
             return
         db = self._db
         try:
+            # The newest one to drop, counted from the oldest end: a walk over the batch
+            # dropped, not over the whole window kept.
             threshold = self._scalar(
-                "SELECT rv FROM events ORDER BY rv DESC LIMIT 1 OFFSET ?", (self._window,)
+                "SELECT rv FROM events ORDER BY rv LIMIT 1 OFFSET ?",
+                (self._n_events - self._window - 1,),
             )
             db.execute("BEGIN IMMEDIATE")
-            db.execute("DELETE FROM events WHERE rv <= ?", (threshold,))
+            dropped = db.execute("DELETE FROM events WHERE rv <= ?", (threshold,)).rowcount
             db.execute("UPDATE meta SET value = ? WHERE key = 'compacted'", (threshold,))
             db.execute("COMMIT")
         except sqlite3.Error:  # the write itself has committed; retry at the next commit
@@ -243,7 +253,7 @@ class Store:
                 db.execute("ROLLBACK")
             return
         self._compacted = threshold
-        self._n_events = self._scalar("SELECT count(*) FROM events")
+        self._n_events -= dropped
 
     def _check_open(self) -> None:
         if self._closed:
@@ -262,11 +272,22 @@ class Store:
     def get(self, gr: str, namespace: str, name: str) -> dict[str, Any] | None:
         with self._lock:
             self._check_open()
+            data = self._stored(gr, namespace, name)
+        return orjson.loads(data) if data is not None else None
+
+    def _stored(self, gr: str, namespace: str, name: str) -> bytes | None:
+        """The stored bytes of one object (the cache, else SQLite). Caller holds the lock."""
+        key = (gr, namespace, name)
+        data = self._cache.get(key)
+        if data is None:
             row = self._db.execute(
-                "SELECT data FROM objects WHERE gr = ? AND ns = ? AND name = ?",
-                (gr, namespace, name),
+                "SELECT data FROM objects WHERE gr = ? AND ns = ? AND name = ?", key
             ).fetchone()
-        return orjson.loads(row[0]) if row else None
+            if row is None:
+                return None
+            data = row[0]
+            self._cache.fill(key, data)
+        return data
 
     def list(
         self, gr: str, namespace: str | None = None
@@ -372,6 +393,7 @@ class Store:
                 )
             except sqlite3.IntegrityError:
                 raise KeyExists(_key_text(gr, namespace, name) + " already exists") from None
+            self._cache.put((gr, namespace, name), data)
             return self._record("ADDED", gr, namespace, name, rv, data)
 
     def update(
@@ -381,18 +403,16 @@ class Store:
         with self.transaction():
             rv = self._rv + 1
             namespace, name, data = _encode(gr, obj, rv)
-            before = self._db.execute(
-                "SELECT data FROM objects WHERE gr = ? AND ns = ? AND name = ?",
-                (gr, namespace, name),
-            ).fetchone()
+            before = self._stored(gr, namespace, name)
             cur = self._db.execute(
                 "UPDATE objects SET rv = ?, data = ? WHERE gr = ? AND ns = ? AND name = ?"
                 " AND (?6 IS NULL OR rv = ?6)",
                 (rv, data, gr, namespace, name, expected_rv),
             )
-            if cur.rowcount != 1:
+            if cur.rowcount != 1 or before is None:
                 self._raise_missing_or_conflict(gr, namespace, name, expected_rv)
-            return self._record("MODIFIED", gr, namespace, name, rv, data, before[0])
+            self._cache.put((gr, namespace, name), data)
+            return self._record("MODIFIED", gr, namespace, name, rv, data, before)
 
     def delete(
         self, gr: str, namespace: str, name: str, *, expected_rv: int | None = None
@@ -406,6 +426,7 @@ class Store:
             ).fetchone()
             if row is None:
                 self._raise_missing_or_conflict(gr, namespace, name, expected_rv)
+            self._cache.drop((gr, namespace, name))
             rv = self._rv + 1
             obj = orjson.loads(row[0])
             metadata = obj.setdefault("metadata", {})
