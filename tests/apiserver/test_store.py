@@ -541,3 +541,13 @@ def test_matches_a_model(tmp_path: pathlib.Path, ops: list[tuple[str, str, str, 
         assert [(e.type, e.namespace, e.name, e.rv) for e in kept] == events[s.oldest_rv() :]
     finally:
         s.close()
+
+
+def test_an_unknown_schema_version_is_refused(db_path: pathlib.Path) -> None:
+    import sqlite3
+
+    db = sqlite3.connect(db_path)
+    db.execute("PRAGMA user_version = 99")
+    db.close()
+    with pytest.raises(StoreError, match="unsupported store schema version"):
+        Store(db_path)

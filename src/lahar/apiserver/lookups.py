@@ -14,6 +14,8 @@ from lahar.apiserver import builtins
 from lahar.apiserver import store as storemod
 from lahar.apiserver.meta import meta
 
+_PRIORITY_CLASSES = "priorityclasses.scheduling.k8s.io"
+
 
 class ClusterIPAllocator:
     """Hands out Service cluster IPs from 10.96.0.0/12, skipping ones in use."""
@@ -40,7 +42,7 @@ def priority_of(store: storemod.Store, name: str) -> tuple[int, str] | None:
 
 
 def default_priority_class(store: storemod.Store) -> tuple[str, int, str] | None:
-    for pc in store.list("priorityclasses.scheduling.k8s.io")[0]:
+    for pc in store.list(_PRIORITY_CLASSES)[0]:
         if pc.get("globalDefault"):
             return (
                 meta(pc)["name"],
@@ -50,9 +52,30 @@ def default_priority_class(store: storemod.Store) -> tuple[str, int, str] | None
     return None
 
 
+class DefaultPriorityClass:
+    """:func:`default_priority_class`, re-read only after a PriorityClass was written.
+
+    Every pod create without a ``priorityClassName`` asks for the globalDefault class;
+    listing the PriorityClasses for it was a twentieth of a pod create. The answer (an
+    immutable tuple) is kept with ``store.changes`` of the PriorityClasses as read
+    before the list, so any write since makes the next call list again."""
+
+    def __init__(self, store: storemod.Store) -> None:
+        self._store = store
+        self._seen: int | None = None
+        self._value: tuple[str, int, str] | None = None
+
+    def __call__(self) -> tuple[str, int, str] | None:
+        changes = self._store.changes(_PRIORITY_CLASSES)
+        if changes != self._seen:
+            self._value = default_priority_class(self._store)
+            self._seen = changes
+        return self._value
+
+
 def default_context(store: storemod.Store) -> builtins.DefaultContext:
     return builtins.DefaultContext(
         allocate_cluster_ip=ClusterIPAllocator(store),
         priority_of=partial(priority_of, store),
-        default_priority_class=partial(default_priority_class, store),
+        default_priority_class=DefaultPriorityClass(store),
     )

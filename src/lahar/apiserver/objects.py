@@ -19,7 +19,6 @@ from lahar.apiserver import builtins, lookups, patch
 from lahar.apiserver import store as storemod
 from lahar.apiserver.admission import AdmissionChain, AdmissionRequest
 from lahar.apiserver.errors import (
-    APIError,
     Cause,
     already_exists,
     bad_request,
@@ -33,6 +32,7 @@ from lahar.apiserver.registry import Registry
 from lahar.apiserver.resources import ResourceType
 from lahar.apiserver.schema import builtin as builtin_schema
 from lahar.apiserver.schema import structural
+from lahar.apiserver.writesupport import NamespaceGate, present_copy, shares
 
 Obj = dict[str, Any]
 
@@ -74,6 +74,7 @@ class ObjectService:
         self.admission = admission
         self._ctx = lookups.default_context(store)
         self._list_cache: dict[tuple[str, str, str, int], patch.ListSemantics] = {}
+        self._namespace_gate = NamespaceGate(store)
 
     # ---- reads -------------------------------------------------------------------
 
@@ -188,18 +189,8 @@ class ObjectService:
             m.pop("namespace", None)
 
     def _require_namespace(self, rt: ResourceType, namespace: str, opts: WriteOptions) -> None:
-        if not rt.namespaced:
-            return
-        ns = self.store.get("namespaces", "", namespace)
-        if ns is None:
-            raise not_found("namespaces", namespace)
-        if meta(ns).get("deletionTimestamp"):
-            raise APIError(
-                403,
-                "Forbidden",
-                f'{rt.plural} "{meta(ns).get("name")}" is forbidden: unable to create new content in '
-                f"namespace {namespace} because it is being terminated",
-            )
+        if rt.namespaced:
+            self._namespace_gate.check(rt, namespace)
 
     def _lists(self, rt: ResourceType) -> patch.ListSemantics:
         """The kind's list semantics, built once per kind (and per CRD schema version)."""
@@ -261,10 +252,10 @@ class ObjectService:
                 raise already_exists(rt.plural, m["name"], rt.group)
             return WriteResult(obj, created=True, warnings=warnings)
         try:
-            stored = self.store.create(self.storage_key(rt), obj)
+            stored = self.store.create(self.storage_key(rt), obj, shared=shares(rt))
         except storemod.KeyExists:
             raise already_exists(rt.plural, m["name"], rt.group) from None
-        return WriteResult(self.present(rt, stored), created=True, warnings=warnings)
+        return WriteResult(present_copy(rt, stored), created=True, warnings=warnings)
 
     # ---- update (PUT) and the common path for patches ------------------------------
 
@@ -400,10 +391,12 @@ class ObjectService:
                 warnings=warnings,
             )
         try:
-            stored = self.store.update(key, new, expected_rv=int(om["resourceVersion"]))
+            stored = self.store.update(
+                key, new, expected_rv=int(om["resourceVersion"]), shared=shares(rt)
+            )
         except storemod.RVConflict:
             raise conflict(rt.plural, name, rt.group) from None
-        return WriteResult(self.present(rt, stored), warnings=warnings)
+        return WriteResult(present_copy(rt, stored), warnings=warnings)
 
     # ---- patch and apply (patching.py) ----------------------------------------------
 

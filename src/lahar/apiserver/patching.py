@@ -38,7 +38,11 @@ def patch_object(
     if content_type == "application/json-patch+json":
         new = patch.apply_json_patch(live, body)
     elif content_type == "application/merge-patch+json":
-        new = patch.apply_merge_patch(live, body)
+        # A status write takes only .status (and metadata's resourceVersion and
+        # managedFields, read and replaced, never changed in place) from the patched
+        # object (ObjectService._merge_subresource): only that is copied.
+        private = ("status",) if opts.subresource == "status" else None
+        new = patch.apply_merge_patch(live, body, private=private)
     elif content_type == "application/strategic-merge-patch+json":
         if not rt.builtin:
             raise APIError(

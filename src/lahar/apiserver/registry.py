@@ -31,6 +31,9 @@ class Registry:
     def __init__(self) -> None:
         self._by_path: dict[tuple[str, str, str], ResourceType] = {}
         self._crd_types: dict[str, list[ResourceType]] = {}  # CRD name -> its types
+        # (group, plural) -> storage type: asked several times per write, answered by a
+        # scan of every served type; emptied whenever the served types change.
+        self._storage: dict[tuple[str, str], ResourceType | None] = {}
         self.generation = 0
         self._rebuild()
 
@@ -40,6 +43,7 @@ class Registry:
             for rt in types:
                 by_path.setdefault((rt.group, rt.version, rt.plural), rt)
         self._by_path = by_path
+        self._storage = {}
         self.generation += 1
 
     def set_crd(self, crd: dict[str, Any]) -> None:
@@ -61,6 +65,18 @@ class Registry:
 
     def storage_type(self, group: str, plural: str) -> ResourceType | None:
         """The storage version of a group-resource (all versions share one store key)."""
+        key = (group, plural)
+        try:
+            return self._storage[key]
+        except KeyError:
+            pass
+        found = self._scan_storage_type(group, plural)
+        if len(self._storage) >= 1024:  # bounded whatever callers ask about
+            self._storage.clear()
+        self._storage[key] = found
+        return found
+
+    def _scan_storage_type(self, group: str, plural: str) -> ResourceType | None:
         cands = [rt for rt in self._by_path.values() if rt.group == group and rt.plural == plural]
         for rt in cands:
             if rt.storage:

@@ -105,7 +105,6 @@ class Store:
                 raise StoreError(f"{path}: unsupported store schema version")
             self._db.executescript(_SCHEMA)
         except BaseException:
-            self._cache.clear()
             self._db.close()
             raise
         self._closed = False
@@ -269,6 +268,13 @@ class Store:
         """The smallest RV a watch can resume from: ``events_after(rv)`` needs ``rv >= this``."""
         return self._compacted
 
+    def changes(self, gr: str) -> int:
+        """A number that grows whenever an object of ``gr`` is written (or such a write is
+        rolled back). Read it *before* reading ``gr``: a result derived from that read
+        stays valid while ``changes(gr)`` returns the same number."""
+        with self._lock:
+            return self._cache.changes(gr)
+
     def get(self, gr: str, namespace: str, name: str) -> dict[str, Any] | None:
         with self._lock:
             self._check_open()
@@ -381,8 +387,12 @@ class Store:
 
     # -- writes ------------------------------------------------------------------------
 
-    def create(self, gr: str, obj: dict[str, Any]) -> dict[str, Any]:
-        """Store a new object; returns it with ``metadata.resourceVersion`` set."""
+    def create(self, gr: str, obj: dict[str, Any], *, shared: bool = False) -> dict[str, Any]:
+        """Store a new object; returns it with ``metadata.resourceVersion`` set.
+
+        ``shared``: the caller only reads (serialises) what it gets back, so it may be the
+        very object the watch event carries (one decode instead of two); see
+        :meth:`_record`."""
         with self.transaction():
             rv = self._rv + 1
             namespace, name, data = _encode(gr, obj, rv)
@@ -394,12 +404,18 @@ class Store:
             except sqlite3.IntegrityError:
                 raise KeyExists(_key_text(gr, namespace, name) + " already exists") from None
             self._cache.put((gr, namespace, name), data)
-            return self._record("ADDED", gr, namespace, name, rv, data)
+            return self._record("ADDED", gr, namespace, name, rv, data, shared=shared)
 
     def update(
-        self, gr: str, obj: dict[str, Any], *, expected_rv: int | None = None
+        self,
+        gr: str,
+        obj: dict[str, Any],
+        *,
+        expected_rv: int | None = None,
+        shared: bool = False,
     ) -> dict[str, Any]:
-        """Replace an existing object, optionally only if its stored RV is ``expected_rv``."""
+        """Replace an existing object, optionally only if its stored RV is ``expected_rv``
+        (``shared`` as for :meth:`create`)."""
         with self.transaction():
             rv = self._rv + 1
             namespace, name, data = _encode(gr, obj, rv)
@@ -412,7 +428,7 @@ class Store:
             if cur.rowcount != 1 or before is None:
                 self._raise_missing_or_conflict(gr, namespace, name, expected_rv)
             self._cache.put((gr, namespace, name), data)
-            return self._record("MODIFIED", gr, namespace, name, rv, data, before)
+            return self._record("MODIFIED", gr, namespace, name, rv, data, before, shared=shared)
 
     def delete(
         self, gr: str, namespace: str, name: str, *, expected_rv: int | None = None
@@ -455,19 +471,24 @@ class Store:
         rv: int,
         data: bytes,
         prev: bytes | None = None,
+        *,
+        shared: bool = False,
     ) -> dict[str, Any]:
-        """Append the event row for a write at ``rv`` and claim the RV. Caller holds a txn."""
+        """Append the event row for a write at ``rv`` and claim the RV. Caller holds a txn.
+
+        The caller and the watchers each get their own decoded object, unless the caller
+        says it never mutates its copy (``shared``): then both get the same one (a
+        WatchEvent's object is read-only for everybody already), saving a decode of the
+        whole object on each write of the API server."""
         self._db.execute(
             "INSERT INTO events (rv, type, gr, ns, name, data, prev) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (rv, type_, gr, namespace, name, data, prev),
         )
         self._rv = rv
-        # Two decodes: the caller and the watchers each get their own object. The
-        # previous object is decoded only if a filtered watch asks for it.
-        self._pending.append(
-            WatchEvent(type_, gr, namespace, name, rv, orjson.loads(data), prev_data=prev)
-        )
-        return orjson.loads(data)
+        # The previous object is decoded only if a filtered watch asks for it.
+        obj = orjson.loads(data)
+        self._pending.append(WatchEvent(type_, gr, namespace, name, rv, obj, prev_data=prev))
+        return obj if shared else orjson.loads(data)
 
 
 def _where(gr: str, namespace: str | None) -> tuple[str, tuple[Any, ...]]:

@@ -211,7 +211,15 @@ def port_number(value: object) -> list[str]:
     return [range_error(1, 65535)]
 
 
+# A dotted-quad IPv4 address as ``ipaddress`` accepts it (no leading zeros): every pod
+# status write checks its pod IPs, and the module's parse was a fiftieth of the write.
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
+_IPV4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}").fullmatch
+
+
 def ip_address(value: str) -> list[str]:
+    if isinstance(value, str) and _IPV4(value):
+        return []
     try:
         ipaddress.ip_address(value)
     except ValueError:

@@ -17,19 +17,32 @@ strings used in conflict messages.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 from lahar.apiserver.errors import bad_request
 from lahar.apiserver.jsoncopy import clone
+from lahar.apiserver.patch.compare import (  # comparison lives in compare.py
+    _MISSING as _MISSING,
+)
+from lahar.apiserver.patch.compare import (
+    Comparison,
+    FieldSet,
+    Path,
+    _dump,
+    compare,
+    compare_field,
+    item_element,
+)
+from lahar.apiserver.patch.compare import _cmp as _cmp
+from lahar.apiserver.patch.compare import _collect as _collect
+from lahar.apiserver.patch.compare import _items as _items
+from lahar.apiserver.patch.compare import _Missing as _Missing
+from lahar.apiserver.patch.compare import _same as _same
 from lahar.apiserver.patch.fieldsv1 import from_fields_v1, to_fields_v1
 from lahar.apiserver.patch.lists import ListSemantics, ListType
 
-__all__ = [  # FieldsV1 encoding lives in fieldsv1.py; named here too, as it always was
+__all__ = [  # FieldsV1 encoding (fieldsv1.py) and comparison (compare.py) named here too
     "Comparison",
     "FieldSet",
     "Path",
@@ -43,54 +56,6 @@ __all__ = [  # FieldsV1 encoding lives in fieldsv1.py; named here too, as it alw
     "to_fields_v1",
     "under",
 ]
-
-Path = tuple[str, ...]
-FieldSet = set[Path]
-
-
-class _Missing:
-    """Type of the absent-value marker (falsy, so ``lhs or rhs`` means "has content")."""
-
-    def __bool__(self) -> bool:
-        return False
-
-
-_MISSING: Any = _Missing()
-
-
-def _dump(value: Any) -> str:
-    """Compact JSON with sorted keys, as path elements spell list keys and set items.
-
-    Every list item of every compared object is named this way, mostly by a small
-    map of plain strings (``{"type":"Ready"}``, ``{"name":"main"}``): those are spelled
-    directly, exactly as ``json.dumps`` would (it escapes nothing but ``"``, ``\\``
-    and control characters when ``ensure_ascii`` is off); anything else goes to it."""
-    kind = type(value)
-    if kind is str and _PLAIN(value):
-        return f'"{value}"'
-    if kind is dict and all(
-        type(k) is str and type(v) is str and _PLAIN(k) and _PLAIN(v) for k, v in value.items()
-    ):
-        return "{" + ",".join(f'"{k}":"{v}"' for k, v in sorted(value.items())) + "}"
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-
-
-# Strings json.dumps(ensure_ascii=False) writes as they are, between quotes.
-_PLAIN = re.compile(r'[^"\\\x00-\x1f]*\Z').match
-
-
-def item_element(lt: ListType, item: Any, where: str = "") -> str | None:
-    """The path element of a list item: ``k:{..}`` for map-lists, ``v:..`` for sets."""
-    if lt.kind == "map":
-        if not isinstance(item, dict):
-            return None
-        key = lt.key_of(item)
-        if key is None:
-            return None
-        return "k:" + _dump(key)
-    if lt.kind == "set":
-        return "v:" + _dump(item)
-    return None
 
 
 def _require_element(lt: ListType, item: Any, index: int, where: str) -> str:
@@ -182,150 +147,6 @@ def _walk(
             out.add(child)
     elif fpath:
         out.add(fpath)
-
-
-# ---------------------------------------------------------------------------
-# Comparing two objects.
-
-
-@dataclass
-class Comparison:
-    added: FieldSet = field(default_factory=set)
-    removed: FieldSet = field(default_factory=set)
-    modified: FieldSet = field(default_factory=set)
-
-    def empty(self) -> bool:
-        return not (self.added or self.removed or self.modified)
-
-    def changed(self) -> FieldSet:
-        return self.added | self.modified
-
-
-def compare(old: Any, new: Any, lists: ListSemantics) -> Comparison:
-    """Fields added, removed and modified going from ``old`` to ``new``."""
-    result = Comparison()
-    _cmp(old, new, (), (), lists, result)
-    return result
-
-
-def compare_field(old: Any, new: Any, key: str, lists: ListSemantics) -> Comparison:
-    """:func:`compare` of the top-level field ``key`` of two objects only (the paths
-    under ``f:<key>``, exactly as the whole comparison would report them)."""
-    result = Comparison()
-    lval = old.get(key, _MISSING) if isinstance(old, dict) else _MISSING
-    rval = new.get(key, _MISSING) if isinstance(new, dict) else _MISSING
-    if lval is _MISSING and rval is _MISSING:
-        return result
-    if _same(lval, rval):
-        return result
-    _cmp(lval, rval, ("f:" + key,), (key,), lists, result)
-    return result
-
-
-# Above this depth, equal subtrees (a status write's untouched spec) are skipped whole.
-_SAME_DEPTH = 2
-
-
-def _same(lhs: Any, rhs: Any) -> bool:
-    """Whether two containers are identical down to the types of their leaves (so
-    walking them would find no difference): the same object, or the same orjson bytes,
-    which tell ``1`` from ``1.0`` and ``true`` and keep list order. False when unsure."""
-    if lhs is rhs:
-        return True
-    if type(lhs) is not type(rhs) or not isinstance(lhs, dict | list):
-        return False
-    try:
-        return orjson.dumps(lhs) == orjson.dumps(rhs)
-    except (TypeError, orjson.JSONEncodeError):
-        return False
-
-
-def _items(lt: ListType, value: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if isinstance(value, list):
-        for item in value:
-            element = item_element(lt, item)
-            if element is not None and element not in out:
-                out[element] = item
-    return out
-
-
-def _collect(
-    value: Any, fpath: Path, spath: tuple[str, ...], lists: ListSemantics, out: FieldSet
-) -> None:
-    """Every path of ``value`` and below into ``out``: what :func:`_cmp` reports for a
-    subtree present on one side only (all added, or all removed), without comparing.
-    A create, and most of a pod's first status write, are nothing but such subtrees."""
-    if isinstance(value, dict):
-        if value and lists.object_kind(spath) != "atomic":
-            for key, sub in value.items():
-                _collect(sub, (*fpath, "f:" + key), (*spath, key), lists, out)
-    elif isinstance(value, list) and value:
-        lt = lists.resolve(spath)
-        if lt.kind != "atomic":
-            for element, item in _items(lt, value).items():
-                _collect(item, (*fpath, element), spath, lists, out)
-    if fpath:
-        out.add(fpath)
-
-
-def _cmp(
-    lhs: Any, rhs: Any, fpath: Path, spath: tuple[str, ...], lists: ListSemantics, out: Comparison
-) -> None:
-    if lhs is _MISSING:
-        _collect(rhs, fpath, spath, lists, out.added)
-        return
-    if rhs is _MISSING:
-        _collect(lhs, fpath, spath, lists, out.removed)
-        return
-    container = None
-    if isinstance(lhs, dict | _Missing) and isinstance(rhs, dict | _Missing):
-        container = "dict"
-    elif isinstance(lhs, list | _Missing) and isinstance(rhs, list | _Missing):
-        container = "list"
-    if container == "dict" and lists.object_kind(spath) != "atomic" and (lhs or rhs):
-        left = lhs if isinstance(lhs, dict) else {}
-        right = rhs if isinstance(rhs, dict) else {}
-        shallow = len(fpath) < _SAME_DEPTH
-        for key in {**left, **right}:
-            lval, rval = left.get(key, _MISSING), right.get(key, _MISSING)
-            if shallow and _same(lval, rval):
-                continue
-            _cmp(
-                lval,
-                rval,
-                (*fpath, "f:" + key),
-                (*spath, key),
-                lists,
-                out,
-            )
-    elif container == "list" and lists.resolve(spath).kind != "atomic" and (lhs or rhs):
-        lt = lists.resolve(spath)
-        left_items, right_items = _items(lt, lhs), _items(lt, rhs)
-        for element in {**left_items, **right_items}:
-            _cmp(
-                left_items.get(element, _MISSING),
-                right_items.get(element, _MISSING),
-                (*fpath, element),
-                spath,
-                lists,
-                out,
-            )
-    else:
-        if not fpath:
-            return
-        if lhs is _MISSING:
-            out.added.add(fpath)
-        elif rhs is _MISSING:
-            out.removed.add(fpath)
-        elif lhs != rhs or type(lhs) is not type(rhs):
-            out.modified.add(fpath)
-        return
-    if fpath:
-        if lhs is _MISSING:
-            out.added.add(fpath)
-        elif rhs is _MISSING:
-            out.removed.add(fpath)
 
 
 # ---------------------------------------------------------------------------

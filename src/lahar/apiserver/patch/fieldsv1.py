@@ -11,11 +11,37 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
+
 Path = tuple[str, ...]
 FieldSet = set[Path]
 
+# field set -> its FieldsV1 as JSON bytes. The sets written are few: each pod status
+# write, Lease renewal or PodGroup update of a bench owns the same fields as the last
+# one, so the tree is built once and decoded afresh (a private copy) for every write.
+_ENCODED: dict[frozenset[Path], bytes] = {}
+_MAX_ENCODED = 1024
+
 
 def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
+    """Encode a field set as a FieldsV1 object (keys in sorted order, ``.`` first):
+    :func:`build_fields_v1`, memoised by the set. The caller owns what it gets."""
+    key = frozenset(paths)
+    data = _ENCODED.get(key)
+    if data is not None:
+        return orjson.loads(data)  # type: ignore[no-any-return]
+    tree = build_fields_v1(key)  # a new set (a pod's IPs are list keys): built, kept
+    try:
+        data = orjson.dumps(tree)
+    except orjson.JSONEncodeError:  # a lone surrogate in a name: not memoised
+        return tree
+    if len(_ENCODED) >= _MAX_ENCODED:
+        _ENCODED.clear()
+    _ENCODED[key] = data
+    return tree
+
+
+def build_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
     """Encode a field set as a FieldsV1 object (keys in sorted order, ``.`` first).
 
     Paths are sorted as tuples: a node comes before everything under it and siblings

@@ -233,9 +233,38 @@ def _field_known(node: Node) -> bool:
 def unknown_fields(obj: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     """``unknown field "spec.foo"`` for every field ``schema`` does not declare,
     sorted by path as the server sorts them."""
+    root = compile_schema(schema, root=True)
+    if not _any_unknown(obj, root):  # the usual answer, found without building paths
+        return []
     paths: list[str] = []
-    _unknown(obj, compile_schema(schema, root=True), "", paths)
+    _unknown(obj, root, "", paths)
     return [f'unknown field "{p}"' for p in sorted(paths)]
+
+
+_CONTAINERS = (dict, list)
+
+
+def _any_unknown(value: Any, node: Node) -> bool:
+    """Whether :func:`_unknown` would report anything: the same walk, without the path
+    strings it builds for every object and list it enters (this runs on every write)."""
+    if isinstance(value, dict):
+        props = node.properties
+        additional = node.additional
+        for key, item in value.items():
+            sub = props.get(key) if props is not None else None
+            if sub is None:
+                sub = additional
+            if sub is not None:
+                if isinstance(item, _CONTAINERS) and _any_unknown(item, sub):
+                    return True
+            elif _field_known(node):
+                return True
+    elif isinstance(value, list) and node.items is not None:
+        items = node.items
+        for item in value:
+            if isinstance(item, _CONTAINERS) and _any_unknown(item, items):
+                return True
+    return False
 
 
 def _unknown(value: Any, node: Node, path: str, out: list[str]) -> None:
