@@ -148,6 +148,10 @@ class Cache:
         items = self._items
         return [items[k] for k in keys]
 
+    def index_count(self, index: str, value: str) -> int:
+        """How many objects the index function gave ``value`` (no list is built)."""
+        return len(self._indices[index].get(value) or ())
+
     def index_keys(self, index: str, value: str) -> list[str]:
         return list(self._indices[index].get(value) or ())
 

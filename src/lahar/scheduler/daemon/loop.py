@@ -34,6 +34,7 @@ from lahar.scheduler.daemon.podgroups import PodGroupWriter
 from lahar.scheduler.daemon.queues import QueueWriter
 from lahar.scheduler.framework.conf import SchedulerConfiguration
 from lahar.scheduler.framework.session import Session
+from lahar.scheduler.gcpause import paused_gc
 from lahar.scheduler.run import SessionResult, run_session
 
 __all__ = ["CycleReport", "Scheduler"]
@@ -131,7 +132,17 @@ class Scheduler:
             await self.evictor.close()
 
     async def run_once(self) -> CycleReport:
-        """One cycle; returns once statuses are written (binds may still be in flight)."""
+        """One cycle; returns once statuses are written (binds may still be in flight).
+
+        The cyclic collector stays paused for the whole cycle, not only while the
+        snapshot is built and the session runs: the session's objects (hundreds of
+        thousands for a large cluster) are freed by reference counting when the cycle
+        ends, before the collector sees them. Re-enabled right after the build, its
+        first young collection walked all of them: ~5% of a busy scheduler's CPU."""
+        with paused_gc():
+            return await self._cycle()
+
+    async def _cycle(self) -> CycleReport:
         start = time.perf_counter()
         conf = self.config.current()
         snap = self.cache.snapshot()
