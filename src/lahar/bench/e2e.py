@@ -16,7 +16,8 @@ behind the in-process transport instead (one core, as ``lahar up`` runs it).
 Timestamps: each pod's create time is taken just before its POST; its bound time when
 the pod informer (one watch over all pods) first shows ``spec.nodeName``. Figures:
 ``pods_per_s`` (pods bound / seconds from the first create to the last bind seen),
-``create_to_bound_p50_ms`` / ``_p99_ms``, and the phases. ``profile`` (optional) adds
+``create_to_bound_p50_ms`` / ``_p99_ms``, and the phases (``timeline``: pods created
+and bound by the end of each second). ``profile`` (optional) adds
 the top functions by cumulative time (cProfile over this process: the components, and
 the API server too with ``in_process``) to find where the time goes.
 """
@@ -24,6 +25,7 @@ the API server too with ``in_process``) to find where the time goes.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import cProfile
 import io
@@ -197,6 +199,7 @@ async def _measure(
             "bound": len(bound),
             "seconds": round(elapsed, 3),
             "create_seconds": round(created_s, 3),
+            "timeline": timeline(first, created, bound),
             "creates_per_s": round(pods / created_s, 1) if created_s > 0 else 0.0,
             "gangs": len(plan),
             "node_register_seconds": round(register_s, 3),
@@ -216,6 +219,20 @@ async def _measure(
         with contextlib.suppress(Exception):
             await informers.stop()
         await stack.close()
+
+
+def timeline(first: float, created: dict[str, float], bound: dict[str, float]) -> list[list[int]]:
+    """``[second, created, bound]`` at the end of each second from the first create: how
+    far the binds trailed the creates (the pipeline's phases at a glance)."""
+    if not created:
+        return []
+    end = max([*created.values(), *bound.values()])
+    made, done = sorted(created.values()), sorted(bound.values())
+    rows: list[list[int]] = []
+    for second in range(1, int(end - first) + 2):
+        t = first + second
+        rows.append([second, bisect.bisect_right(made, t), bisect.bisect_right(done, t)])
+    return rows
 
 
 def request_counts(text: str, top: int = 12) -> dict[str, int]:
