@@ -200,11 +200,17 @@ def _cmp(
                 rval = rhs.get(key, _MISSING)
                 if shallow and _same(lval, rval):
                     continue
-                _cmp(lval, rval, (*fpath, "f:" + key), (*spath, key), lists, out)
+                if isinstance(lval, _CONTAINERS) or isinstance(rval, _CONTAINERS):
+                    _cmp(lval, rval, (*fpath, "f:" + key), (*spath, key), lists, out)
+                else:
+                    _leaf(lval, rval, (*fpath, "f:" + key), out)
             added = out.added
             for key, rval in rhs.items():
                 if key not in lhs:
-                    _collect(rval, (*fpath, "f:" + key), (*spath, key), lists, added)
+                    if isinstance(rval, _CONTAINERS) and rval:
+                        _collect(rval, (*fpath, "f:" + key), (*spath, key), lists, added)
+                    else:
+                        added.add((*fpath, "f:" + key))
             return
     elif isinstance(lhs, list) and isinstance(rhs, list) and (lhs or rhs):
         lt = lists.resolve(spath)
@@ -212,11 +218,27 @@ def _cmp(
             left, right = _items(lt, lhs), _items(lt, rhs)
             for element, lval in left.items():
                 rval = right.get(element, _MISSING)
-                _cmp(lval, rval, (*fpath, element), spath, lists, out)
+                if isinstance(lval, _CONTAINERS) or isinstance(rval, _CONTAINERS):
+                    _cmp(lval, rval, (*fpath, element), spath, lists, out)
+                else:
+                    _leaf(lval, rval, (*fpath, element), out)
             added = out.added
             for element, rval in right.items():
                 if element not in left:
-                    _collect(rval, (*fpath, element), spath, lists, added)
+                    if isinstance(rval, _CONTAINERS) and rval:
+                        _collect(rval, (*fpath, element), spath, lists, added)
+                    else:
+                        added.add((*fpath, element))
             return
     if fpath and (lhs != rhs or type(lhs) is not type(rhs)):
+        out.modified.add(fpath)
+
+
+def _leaf(lhs: Any, rhs: Any, fpath: Path, out: Comparison) -> None:
+    """What :func:`_cmp` reports for a (non-empty) ``fpath`` where neither side is a
+    container (``rhs`` may be ``_MISSING``), without its calls and the schema path it
+    would build: most fields are such leaves, and every write compares them all."""
+    if rhs is _MISSING:
+        out.removed.add(fpath)
+    elif lhs != rhs or type(lhs) is not type(rhs):
         out.modified.add(fpath)

@@ -57,6 +57,7 @@ class Node:
         "nullable",
         "one_of",
         "pattern",
+        "plain",
         "preserve",
         "properties",
         "required",
@@ -99,6 +100,9 @@ class Node:
         self.not_: Node | None = None
         # Whether any check beyond the type applies (lets validation skip work).
         self.value_checks = False
+        # The exact Python types of scalar values validation accepts here without a
+        # check (see :func:`_plain_types`): the walks skip the call for those.
+        self.plain: frozenset[type] = frozenset()
 
     @property
     def knows_fields(self) -> bool:
@@ -219,4 +223,26 @@ def _compile(schema: dict[str, Any]) -> Node:
             node.not_,
         )
     ) or bool(node.any_of or node.all_of or node.one_of)
+    node.plain = _plain_types(node)
     return node
+
+
+_PLAIN_BY_KIND: dict[str | None, frozenset[type]] = {
+    None: frozenset({str, int, float, bool}),
+    "string": frozenset({str}),
+    "integer": frozenset({int}),
+    "number": frozenset({int, float}),
+    "boolean": frozenset({bool}),
+}
+
+
+def _plain_types(node: Node) -> frozenset[type]:
+    """The exact types (``type(v) in``, so ``bool`` is never ``int``) of the non-null
+    scalars that ``structural._validate`` passes at ``node`` without a finding: those of
+    its JSON type when nothing but the type is checked. Most values of an object are such
+    leaves (names, counts, flags), and every write validates every one of them."""
+    if node.value_checks:
+        return frozenset()
+    if node.int_or_string:
+        return frozenset({str, int})
+    return _PLAIN_BY_KIND.get(node.kind, frozenset())

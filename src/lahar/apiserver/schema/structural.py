@@ -95,8 +95,9 @@ def _validate_object(value: dict[str, Any], node: Node, path: str, out: list[Cau
         if sub is None:
             sub = additional
         # A null in a non-nullable field counts as absent: the server drops it
-        # before validating (and so does apply_defaults).
-        if sub is not None and (item is not None or sub.nullable):
+        # before validating (and so does apply_defaults); a nullable null is valid. A
+        # scalar of a type the node passes unchecked needs no call (most leaves).
+        if sub is not None and item is not None and type(item) not in sub.plain:
             _validate(item, sub, _join(path, key), out)
 
 
@@ -116,8 +117,10 @@ def _validate_array(value: list[Any], node: Node, path: str, out: list[Cause]) -
         out.append(Cause("FieldValueTooMany", message, path))
     items = node.items
     if items is not None:
+        plain = items.plain
         for index, item in enumerate(value):
-            _validate(item, items, f"{path}[{index}]", out)
+            if type(item) not in plain:
+                _validate(item, items, f"{path}[{index}]", out)
     if node.list_type == "set" or node.unique_items:
         seen: set[str] = set()
         for index, item in enumerate(value):
@@ -314,6 +317,8 @@ def _prune(value: Any, node: Node) -> Any:
                     else:
                         out.pop(key, None)
                 continue
+            if not isinstance(item, _CONTAINERS):
+                continue  # a scalar is kept as it is: no call
             new = _prune(item, sub)
             if new is not item:
                 if out is None:
@@ -322,8 +327,15 @@ def _prune(value: Any, node: Node) -> Any:
         return value if out is None else out
     if isinstance(value, list) and node.items is not None:
         items = node.items
-        new_list = [_prune(item, items) for item in value]
-        if any(a is not b for a, b in zip(new_list, value, strict=True)):
+        new_list: list[Any] | None = None
+        for index, item in enumerate(value):
+            if isinstance(item, _CONTAINERS):
+                new = _prune(item, items)
+                if new is not item:
+                    if new_list is None:
+                        new_list = list(value)
+                    new_list[index] = new
+        if new_list is not None:
             return new_list
     return value
 
@@ -367,6 +379,8 @@ def _default(value: Any, node: Node) -> Any:
                     del out[key]
                     continue
                 item = out[key] = copy.deepcopy(sub.default)
+            if not isinstance(item, _CONTAINERS):
+                continue  # a scalar has nothing to default below it: no call
             new = _default(item, sub)
             if new is not item:
                 if out is None:
@@ -381,8 +395,10 @@ def _default(value: Any, node: Node) -> Any:
             if item is None and not items.nullable and items.default is not MISSING:
                 item = copy.deepcopy(items.default)
                 changed = True
-            new = _default(item, items)
-            changed = changed or new is not item
-            new_list.append(new)
+            if isinstance(item, _CONTAINERS):
+                new = _default(item, items)
+                changed = changed or new is not item
+                item = new
+            new_list.append(item)
         return new_list if changed else value
     return value
