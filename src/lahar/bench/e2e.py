@@ -41,8 +41,7 @@ SHAPES = (("100m", "128Mi"), ("250m", "256Mi"), ("500m", "512Mi"), ("1", "1Gi"))
 NAMESPACE = "default"
 SETUP_SPLIT = (
     "two processes: the API server (child, HTTPS on loopback with TLS and a token); "
-    "scheduler daemon + Volcano controllers + simulated nodes + load (one loop, a client "
-    "and connection pool each)"
+    "scheduler daemon + Volcano controllers + simulated nodes + load (one loop)"
 )
 SETUP_IN_PROCESS = "in-process: API server + scheduler daemon + simulated nodes, one loop"
 PODGROUP_PATH = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
@@ -160,13 +159,10 @@ async def _measure(
             queue_counts=False,
             session_in_thread=session_in_thread,  # off when profiling: cProfile sees one thread
         )
-        sched = stack.component_client("volcano-scheduler")
-        ctrl = stack.component_client("volcano-controllers")
-        load = stack.component_client("bench")
         tasks.append(
-            asyncio.create_task(run_scheduler(sched, informers=informers, options=options))
+            asyncio.create_task(run_scheduler(client, informers=informers, options=options))
         )
-        tasks.append(asyncio.create_task(run_volcano_controllers(ctrl, informers=informers)))
+        tasks.append(asyncio.create_task(run_volcano_controllers(client, informers=informers)))
         await _wait_queue_open(client, "default")
         plan = gangs(pods, seed)
         for name, size, shape in plan:  # PodGroups first: their pods wait for Inqueue
@@ -183,7 +179,7 @@ async def _measure(
         async def create(body: dict[str, Any]) -> None:
             async with sem:
                 created[body["metadata"]["name"]] = time.perf_counter()
-                await rest.request(load, "POST", POD_PATH.format(ns=NAMESPACE), body=body)
+                await rest.request(client, "POST", POD_PATH.format(ns=NAMESPACE), body=body)
 
         start = time.perf_counter()
         await asyncio.gather(*(create(b) for b in bodies))
