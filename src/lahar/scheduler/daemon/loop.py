@@ -45,8 +45,7 @@ S = TaskStatus
 
 @dataclass
 class CycleReport:
-    """What one cycle did (for logs and tests). The status write counts are filled in
-    when the background writes finish."""
+    """What one cycle did (for logs and tests)."""
 
     binds: dict[str, str] = field(default_factory=dict)
     evictions: list[str] = field(default_factory=list)
@@ -104,7 +103,6 @@ class Scheduler:
         self.last: CycleReport | None = None
         self._scheduled_jobs: dict[str, tuple[str, str, str]] = {}  # uid -> job labels
         self._unsched_jobs: set[str] = set()
-        self._statuses: asyncio.Task[None] | None = None  # the last session's status writes
 
     # -- running -------------------------------------------------------------------------
 
@@ -130,16 +128,11 @@ class Scheduler:
                     log.exception("scheduling cycle failed")
                 await asyncio.sleep(self.options.schedule_period)
         finally:
-            await self._statuses_sent(timeout=2.0)
             await self.binder.close()
             await self.evictor.close()
 
     async def run_once(self) -> CycleReport:
-        """One cycle; returns once binds are dispatched. The session's PodGroup and Queue
-        status writes are sent in the background while the next session is computed,
-        and are done before the next session's start: Volcano waits for them at session
-        close, which under load held each cycle up for seconds (hundreds of writes, 16
-        at a time, each waiting its turn at a busy API server) and left the binder idle.
+        """One cycle; returns once statuses are written (binds may still be in flight).
 
         The cyclic collector stays paused for the whole cycle, not only while the
         snapshot is built and the session runs: the session's objects (hundreds of
@@ -161,17 +154,8 @@ class Scheduler:
             self.cache.set_aside(done.bad)
         report = CycleReport(result=done.result)
         report.binds, report.evictions = self._dispatch(done.ssn)
-        pg_writes = self.podgroups.plan(done.ssn, done.result.pod_groups)
-        queue_writes = self.queues.plan(done.ssn)
-        try:  # the last session's writes first: each object's writes stay in order
-            await self._statuses_sent()
-        except BaseException:
-            for write in (*pg_writes, *queue_writes):
-                write.close()
-            raise
-        self._statuses = asyncio.create_task(
-            self._send_statuses(report, pg_writes, queue_writes), name="scheduler statuses"
-        )
+        report.podgroup_writes = await self.podgroups.write(done.ssn, done.result.pod_groups)
+        report.queue_writes = await self.queues.write(done.ssn)
         report.seconds = time.perf_counter() - start
         self._observe(done, report)
         self.cycles += 1
@@ -185,24 +169,6 @@ class Scheduler:
                 report.seconds * 1000,
             )
         return report
-
-    async def _send_statuses(
-        self, report: CycleReport, pg_writes: list[Any], queue_writes: list[Any]
-    ) -> None:
-        report.podgroup_writes = await self.podgroups.send(pg_writes)
-        report.queue_writes = await self.queues.send(queue_writes)
-
-    async def _statuses_sent(self, timeout: float | None = None) -> None:
-        """Until the last session's status writes are done (cancelled after ``timeout``)."""
-        task, self._statuses = self._statuses, None
-        if task is None:
-            return
-        try:
-            await asyncio.wait_for(task, timeout)
-        except TimeoutError:
-            pass
-        except Exception:  # each write logs its own failure; the task never should fail
-            log.exception("status writes failed")
 
     def _compute(self, snap: Snapshot, conf: SchedulerConfiguration) -> _Computed:
         """The pure part: build the session input and run the session."""

@@ -39,7 +39,7 @@ from lahar.scheduler.api.job import JobInfo
 from lahar.scheduler.api.task import TaskStatus
 from lahar.scheduler.daemon.binder import pod_ref
 from lahar.scheduler.daemon.cache import PODGROUPS, PODS, SchedulerCache
-from lahar.scheduler.daemon.writes import WriteMemo, send_all
+from lahar.scheduler.daemon.writes import WriteMemo, bounded_gather
 from lahar.scheduler.framework.session import Session
 
 __all__ = ["PodGroupWriter"]
@@ -129,13 +129,6 @@ class PodGroupWriter:
 
     async def write(self, ssn: Session, pod_groups: dict[str, dict[str, str]]) -> int:
         """Write every changed PodGroup status and emit the session's events."""
-        return await self.send(self.plan(ssn, pod_groups))
-
-    def plan(
-        self, ssn: Session, pod_groups: dict[str, dict[str, str]]
-    ) -> list[Coroutine[Any, Any, bool]]:
-        """Emit the session's events and return the writes of every changed status (to be
-        sent with :meth:`send`). They hold plain dicts only, not the session."""
         jobs: list[tuple[Obj, Obj]] = []
         for uid, job in ssn.jobs.items():
             current = self.cache.podgroups.get_by_key(uid)
@@ -171,17 +164,15 @@ class PodGroupWriter:
             if self._changed(current, desired):
                 jobs.append((current, desired))
         pod_writes = self._pod_events(ssn, pod_groups)
-        self.memo.retain(self.cache.podgroups.list_keys())
-        live = {str(pg["metadata"].get("uid")) for pg in self.cache.podgroups}
-        self._told = {k: v for k, v in self._told.items() if k in live}
-        return [*(self._patch(c, d) for c, d in jobs), *pod_writes]
-
-    async def send(self, writes: list[Coroutine[Any, Any, bool]]) -> int:
-        """Send planned writes, ``workers`` at a time; how many changed something."""
-        results = await send_all(writes, self.workers)
+        results = await bounded_gather(
+            [*(self._patch(c, d) for c, d in jobs), *pod_writes], self.workers
+        )
         for res in results:
             if isinstance(res, Exception):
                 log.warning("PodGroup status write failed: %s", res)
+        self.memo.retain(self.cache.podgroups.list_keys())
+        live = {str(pg["metadata"].get("uid")) for pg in self.cache.podgroups}
+        self._told = {k: v for k, v in self._told.items() if k in live}
         return sum(1 for r in results if r is True)
 
     async def _patch(self, current: Obj, desired: Obj) -> bool:

@@ -21,7 +21,6 @@ The same figures feed Volcano's queue gauges (``volcano_queue_allocated_milli_cp
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine
 from typing import Any
 
 import lightkube
@@ -32,7 +31,7 @@ from lahar.scheduler.api.resources import CPU, MEMORY, PODS, Vector
 from lahar.scheduler.api.task import TaskStatus
 from lahar.scheduler.daemon.cache import QUEUES, SchedulerCache
 from lahar.scheduler.daemon.metrics import SchedulerMetrics
-from lahar.scheduler.daemon.writes import WriteMemo, send_all
+from lahar.scheduler.daemon.writes import WriteMemo, bounded_gather
 from lahar.scheduler.framework.session import Session
 
 __all__ = ["PHASE_COUNTS", "QueueWriter", "queue_allocations"]
@@ -116,11 +115,6 @@ class QueueWriter:
         return out
 
     async def write(self, ssn: Session) -> int:
-        return await self.send(self.plan(ssn))
-
-    def plan(self, ssn: Session) -> list[Coroutine[Any, Any, bool]]:
-        """Export the session's queue metrics and return the writes of every changed
-        Queue status (to be sent with :meth:`send`)."""
         allocated = queue_allocations(ssn)
         counts = self.phase_counts(ssn) if self.counts else {}
         self.export(ssn, allocated, counts)
@@ -143,14 +137,11 @@ class QueueWriter:
                     patch[key] = value
             if patch:
                 jobs.append(self._patch(queue, desired, patch))
-        self.memo.retain(self.cache.queues.list_keys())
-        return jobs
-
-    async def send(self, writes: list[Coroutine[Any, Any, bool]]) -> int:
-        results = await send_all(writes, self.workers)
+        results = await bounded_gather(jobs, self.workers)
         for res in results:
             if isinstance(res, Exception):
                 log.warning("Queue status write failed: %s", res)
+        self.memo.retain(self.cache.queues.list_keys())
         return sum(1 for r in results if r is True)
 
     async def _patch(self, queue: Obj, desired: Obj, patch: Obj) -> bool:

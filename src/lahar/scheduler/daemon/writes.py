@@ -10,10 +10,10 @@ written over which resourceVersion and skips that repeat.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Coroutine, Iterable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
-__all__ = ["WriteMemo", "bounded_gather", "send_all"]
+__all__ = ["WriteMemo", "bounded_gather"]
 
 
 class WriteMemo:
@@ -48,14 +48,3 @@ async def bounded_gather(jobs: Iterable[Awaitable[Any]], limit: int) -> list[Any
             return await job
 
     return await asyncio.gather(*(one(j) for j in jobs), return_exceptions=True)
-
-
-async def send_all(writes: list[Coroutine[Any, Any, Any]], limit: int) -> list[Any]:
-    """:func:`bounded_gather` of planned writes. Cancelled, it closes the writes that
-    never started, so none is left behind un-awaited (Python would warn at exit)."""
-    try:
-        return await bounded_gather(writes, limit)
-    except asyncio.CancelledError:
-        for write in writes:
-            write.close()
-        raise
