@@ -4,6 +4,7 @@ assumed-bind overlay."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from pathlib import Path
 
@@ -374,3 +375,22 @@ async def test_queue_counts_can_be_left_to_the_queue_controller(
     assert not any(k in status for k in ("pending", "inqueue", "running", "unknown"))
     assert "volcano_queue_pod_group_running_count" not in text
     assert 'volcano_queue_allocated_milli_cpu{queue_name="team"} 1000.0' in text
+
+
+async def test_cancelled_status_writes_leave_nothing_unawaited() -> None:
+    """Writes a stopping scheduler never started are closed, not leaked un-awaited."""
+    from lahar.scheduler.daemon.writes import bounded_gather
+
+    gate = asyncio.Event()
+
+    async def write() -> bool:
+        await gate.wait()
+        return True
+
+    writes = [write() for _ in range(10)]
+    task = asyncio.create_task(bounded_gather(writes, 2))
+    await asyncio.sleep(0.01)  # two started, eight waiting for the semaphore
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert all(w.cr_frame is None for w in writes)  # finished or closed, none pending

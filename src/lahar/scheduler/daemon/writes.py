@@ -10,6 +10,7 @@ written over which resourceVersion and skips that repeat.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Iterable
 from typing import Any
 
@@ -40,11 +41,20 @@ class WriteMemo:
 
 
 async def bounded_gather(jobs: Iterable[Awaitable[Any]], limit: int) -> list[Any]:
-    """Await ``jobs`` with at most ``limit`` running at once; exceptions are returned."""
+    """Await ``jobs`` with at most ``limit`` running at once; exceptions are returned.
+    Cancelled (the scheduler stopping), it closes the coroutines that never started, so
+    none is left un-awaited (Python would warn about each at exit)."""
     sem = asyncio.Semaphore(max(1, limit))
+    pending = list(jobs)
 
     async def one(job: Awaitable[Any]) -> Any:
         async with sem:
             return await job
 
-    return await asyncio.gather(*(one(j) for j in jobs), return_exceptions=True)
+    try:
+        return await asyncio.gather(*(one(j) for j in pending), return_exceptions=True)
+    except asyncio.CancelledError:
+        for job in pending:
+            if inspect.iscoroutine(job):
+                job.close()
+        raise
