@@ -202,3 +202,26 @@ async def test_drain_times_out_without_workers() -> None:
     q: WorkQueue[int] = WorkQueue("t")
     q.add(1)
     assert not await q.shutdown_with_drain(timeout=0.05)
+
+
+def test_delays_on_uvloop() -> None:
+    """Every lahar command runs on uvloop, whose ``call_at`` hands back a plain Handle
+    (no ``when()``) for a time already past: delayed adds must not depend on it."""
+    import uvloop
+
+    async def main() -> set[str]:
+        q: WorkQueue[str] = WorkQueue("t")
+        rng = random.Random(7)
+        keys = [f"k{i}" for i in range(200)]
+        for key in keys:
+            q.add_after(key, rng.random() * 0.02)
+            await asyncio.sleep(rng.random() * 0.0005)
+            q.add_after(rng.choice(keys), rng.random() * 0.01)
+        got: set[str] = set()
+        while len(got) < len(keys):
+            key = await asyncio.wait_for(q.get(), 2)
+            got.add(key)
+            q.done(key)
+        return got
+
+    assert uvloop.run(main()) == {f"k{i}" for i in range(200)}

@@ -77,7 +77,10 @@ class WorkQueue(Generic[K]):
         self._waiting: dict[K, float] = {}
         self._heap: list[tuple[float, int, K]] = []
         self._seq = itertools.count()
-        self._timer: asyncio.TimerHandle | None = None
+        # The timer and the time it was armed for (uvloop's call_at hands back a plain
+        # Handle, without when(), for a time already past).
+        self._timer: asyncio.Handle | None = None
+        self._timer_when = 0.0
         self._shutting_down = False
         self._draining = False
         self._idle: asyncio.Event | None = None
@@ -247,10 +250,11 @@ class WorkQueue(Generic[K]):
             return
         when = heap[0][0]
         if self._timer is not None:
-            if self._timer.when() == when:
+            if self._timer_when == when:
                 return
             self._timer.cancel()
         self._timer = loop.call_at(when, self._fire, loop)
+        self._timer_when = when
 
     def _fire(self, loop: asyncio.AbstractEventLoop) -> None:
         self._timer = None
