@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
+import uvloop
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -11,3 +13,8 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def pytest_asyncio_loop_factories(config: Any, item: Any) -> dict[str, Any]:
+    """Async tests run on uvloop, the loop every lahar command runs on (lahar.eventloop)."""
+    return {"uvloop": uvloop.new_event_loop}
