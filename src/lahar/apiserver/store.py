@@ -13,7 +13,7 @@ checkpoints run in a thread of their own (``checkpoint.py``), not in a commit.
 Threads: a re-entrant lock serialises callers; a :meth:`Store.transaction` holds it until
 it ends, so never ``await`` inside one.
 
-Expiry: the newest ``window`` events are kept (trimmed in batches of ``window // 10``).
+Expiry (``eventlog.py``): the newest ``window`` events are kept (trimmed in batches of ``window // 10``).
 :meth:`Store.oldest_rv` is the compaction point, the highest RV whose event was trimmed (0
 if none): ``events_after(rv)`` is complete for ``rv >= oldest_rv()`` and raises
 :class:`Expired` for ``rv < oldest_rv()``, i.e. ``rv < e - 1`` with ``e`` the RV of the
@@ -35,6 +35,7 @@ from typing import Any
 import orjson
 
 from lahar.apiserver.checkpoint import CHECKPOINT_EVERY, SAFETY_NET_PAGES, Checkpointer
+from lahar.apiserver.eventlog import EventLog
 from lahar.apiserver.storecache import ObjectCache
 from lahar.apiserver.storetypes import (  # re-exported: callers name them via store
     EventType,
@@ -94,8 +95,6 @@ class Store:
     ) -> None:
         if window < 1:
             raise ValueError("window must be at least 1")
-        self._window = window
-        self._trim_batch = max(1, window // 10)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(
             str(path), isolation_level=None, check_same_thread=False, cached_statements=64
@@ -114,14 +113,12 @@ class Store:
         self._outbox: deque[builtins.list[WatchEvent]] = deque()
         self._cache = ObjectCache()  # storecache.py: reads without SQLite
         self._publishing = False
-        self._rv = self._scalar(
-            "SELECT max(coalesce((SELECT max(rv) FROM events), 0),"
-            " coalesce((SELECT max(rv) FROM objects), 0),"
-            " (SELECT value FROM meta WHERE key = 'compacted'))"
+        self._log = EventLog(self._db, window)  # eventlog.py: the watch window
+        self._rv = max(
+            self._log.newest_rv(),
+            self._scalar("SELECT coalesce(max(rv), 0) FROM objects"),
+            self._log.compacted,
         )
-        self._compacted = self._scalar("SELECT value FROM meta WHERE key = 'compacted'")
-        self._n_events = self._scalar("SELECT count(*) FROM events")
-        self._maybe_trim()
         # WAL checkpoints in a thread of their own (checkpoint.py); None: SQLite's own.
         self._checkpointer: Checkpointer | None = None
         wal = self._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -207,8 +204,7 @@ class Store:
             if self._checkpointer is not None:
                 self._checkpointer.committed()
             events, self._pending = self._pending, []
-            self._n_events += len(events)
-            self._maybe_trim()
+            self._log.committed(len(events))
             if events:
                 self._publish(events)
 
@@ -230,30 +226,6 @@ class Store:
         finally:
             self._publishing = False
 
-    def _maybe_trim(self) -> None:
-        """Drop the oldest events beyond the window, once a whole batch has piled up."""
-        if self._n_events < self._window + self._trim_batch:
-            return
-        db = self._db
-        try:
-            # The newest one to drop, counted from the oldest end: a walk over the batch
-            # dropped, not over the whole window kept.
-            threshold = self._scalar(
-                "SELECT rv FROM events ORDER BY rv LIMIT 1 OFFSET ?",
-                (self._n_events - self._window - 1,),
-            )
-            db.execute("BEGIN IMMEDIATE")
-            dropped = db.execute("DELETE FROM events WHERE rv <= ?", (threshold,)).rowcount
-            db.execute("UPDATE meta SET value = ? WHERE key = 'compacted'", (threshold,))
-            db.execute("COMMIT")
-        except sqlite3.Error:  # the write itself has committed; retry at the next commit
-            log.exception("trimming the watch event log failed")
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            return
-        self._compacted = threshold
-        self._n_events -= dropped
-
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError("store is closed")
@@ -266,7 +238,7 @@ class Store:
 
     def oldest_rv(self) -> int:
         """The smallest RV a watch can resume from: ``events_after(rv)`` needs ``rv >= this``."""
-        return self._compacted
+        return self._log.compacted
 
     def changes(self, gr: str) -> int:
         """A number that grows whenever an object of ``gr`` is written (or such a write is
@@ -371,19 +343,9 @@ class Store:
     def events_after(self, rv: int, gr: str | None = None) -> builtins.list[WatchEvent]:
         """Committed events with RV greater than ``rv`` (of ``gr`` only, if given), oldest
         first. Raises :class:`Expired` when ``rv < oldest_rv()``."""
-        where, params = ("rv > ?", (rv,)) if gr is None else ("rv > ? AND gr = ?", (rv, gr))
         with self._lock:
             self._check_open()
-            if rv < self._compacted:
-                raise Expired(f"too old resource version: {rv} (oldest is {self._compacted})")
-            rows = self._db.execute(
-                f"SELECT rv, type, gr, ns, name, data, prev FROM events WHERE {where} ORDER BY rv",
-                params,
-            ).fetchall()
-        return [
-            WatchEvent(t, g, ns, n, r, orjson.loads(d), prev_data=p or None)
-            for r, t, g, ns, n, d, p in rows
-        ]
+            return self._log.after(rv, gr)
 
     # -- writes ------------------------------------------------------------------------
 
@@ -480,10 +442,7 @@ class Store:
         says it never mutates its copy (``shared``): then both get the same one (a
         WatchEvent's object is read-only for everybody already), saving a decode of the
         whole object on each write of the API server."""
-        self._db.execute(
-            "INSERT INTO events (rv, type, gr, ns, name, data, prev) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (rv, type_, gr, namespace, name, data, prev),
-        )
+        self._log.append(type_, gr, namespace, name, rv, data, prev)
         self._rv = rv
         # The previous object is decoded only if a filtered watch asks for it.
         obj = orjson.loads(data)
