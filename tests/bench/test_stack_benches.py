@@ -32,3 +32,7 @@ def test_stack_bench_prints_its_keys(args: list[str], keys: list[str]) -> None:
     for key in keys:
         assert isinstance(figures[key], int | float), key
     assert figures["machine"]["cpus"]
+    if args[0] == "e2e":  # both processes did work for the pods they bound
+        cpu = figures["cpu_ms_per_pod"]
+        assert set(cpu) == {"apiserver", "components"}
+        assert all(ms > 0 for ms in cpu.values()), cpu

@@ -22,6 +22,7 @@ import uvicorn
 from lahar.apiserver import crds, security
 from lahar.apiserver.admission import AdmissionChain
 from lahar.apiserver.app import APIApp
+from lahar.apiserver.cork import CorkedHttpToolsProtocol
 from lahar.apiserver.gc import GarbageCollector
 from lahar.apiserver.meta import now_rfc3339
 from lahar.apiserver.state import ServerState
@@ -117,7 +118,7 @@ class APIServer:
             lifespan="off",
             timeout_graceful_shutdown=3,
             access_log=False,
-            http="httptools",
+            http=CorkedHttpToolsProtocol,  # one write per connection per loop turn
             loop="uvloop",
         )
         self._uvicorn = _QuietServer(config)

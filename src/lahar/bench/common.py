@@ -129,6 +129,14 @@ class EmbeddedStack:
         resp = await rest.http_client(self.client).get("/metrics")
         return str(resp.text)
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time used so far by the API server's process and by this one (the
+        components and the load); in-process, all of it is this process's."""
+        own = time.process_time()
+        if not self.split:
+            return {"process": own}
+        return {"apiserver": self.server.cpu_seconds(), "components": own}
+
     async def close(self) -> None:
         """Stop the client and the server and remove the temp dir (informers and the
         fleet are stopped by the benchmark first)."""

@@ -17,7 +17,10 @@ Timestamps: each pod's create time is taken just before its POST; its bound time
 the pod informer (one watch over all pods) first shows ``spec.nodeName``. Figures:
 ``pods_per_s`` (pods bound / seconds from the first create to the last bind seen),
 ``create_to_bound_p50_ms`` / ``_p99_ms``, and the phases (``timeline``: pods created
-and bound by the end of each second). ``profile`` (optional) adds
+and bound by the end of each second), and ``cpu_ms_per_pod``: CPU time per pod bound of
+the API server's process and of this one, from the first create to the last bind (a
+figure that contention on the machine changes far less than the rate). ``profile``
+(optional) adds
 the top functions by cumulative time (cProfile over this process: the components, and
 the API server too with ``in_process``) to find where the time goes.
 """
@@ -181,12 +184,14 @@ async def _measure(
                 created[body["metadata"]["name"]] = time.perf_counter()
                 await rest.request(client, "POST", POD_PATH.format(ns=NAMESPACE), body=body)
 
+        cpu_before = stack.cpu_seconds()
         start = time.perf_counter()
         await asyncio.gather(*(create(b) for b in bodies))
         created_s = time.perf_counter() - start
         deadline = time.perf_counter() + timeout
         while len(bound) < pods and time.perf_counter() < deadline:
             await asyncio.sleep(0.05)
+        cpu_after = stack.cpu_seconds()
         first = min(created.values())
         last = max(bound.values()) if bound else time.perf_counter()
         latencies = [(bound[n] - created[n]) * 1000 for n in bound if n in created]
@@ -199,6 +204,10 @@ async def _measure(
             "bound": len(bound),
             "seconds": round(elapsed, 3),
             "create_seconds": round(created_s, 3),
+            "cpu_ms_per_pod": {
+                part: round((cpu_after[part] - cpu_before[part]) * 1000 / max(1, len(bound)), 3)
+                for part in cpu_before
+            },
             "timeline": timeline(first, created, bound),
             "creates_per_s": round(pods / created_s, 1) if created_s > 0 else 0.0,
             "gangs": len(plan),

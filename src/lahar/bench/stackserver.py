@@ -81,6 +81,17 @@ class StackServer:
                     raise
                 await asyncio.sleep(0.05)
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system, all threads) the child has used so far."""
+        if self.proc is None:
+            return 0.0
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
