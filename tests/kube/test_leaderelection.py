@@ -66,9 +66,14 @@ class Candidate:
             raise
 
     async def cancel(self) -> None:
+        """Cancel the elector and wait (bounded) for it to stop. The caller's own
+        cancellation (a test's deadline) is not swallowed."""
         self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, LeadershipLost):
-            await self.task
+        done, _ = await asyncio.wait({self.task}, timeout=5)
+        assert done, "the elector did not stop within 5 s of being cancelled"
+        if not self.task.cancelled():
+            with contextlib.suppress(LeadershipLost):
+                self.task.result()
 
 
 async def lease(client: lightkube.AsyncClient) -> dict[str, Any]:
@@ -108,6 +113,36 @@ async def test_one_leader_and_handover_on_clean_shutdown(client: lightkube.Async
     finally:
         await a.cancel()
         await b.cancel()
+
+
+async def test_cancel_right_after_a_renewal_stops_the_elector(
+    client: lightkube.AsyncClient,
+) -> None:
+    """A cancellation that arrives after a renewal finished but before the elector's loop
+    resumed must stop it (asyncio.wait_for on Python 3.11 swallowed it: the cancelled
+    elector kept renewing forever, and whoever awaited it hung)."""
+    elector = LeaderElector(client, config("a"))
+    task = asyncio.create_task(elector.run())
+    renewals = 0
+    attempt = elector.try_acquire_or_renew
+
+    async def renew() -> bool:
+        nonlocal renewals
+        ok = await attempt()
+        renewals += 1
+        if renewals == 3:  # the first acquire, then renewals inside the renew loop
+            asyncio.get_running_loop().call_soon(task.cancel)
+        return ok
+
+    elector.try_acquire_or_renew = renew  # type: ignore[method-assign]
+    try:
+        done, _ = await asyncio.wait({task}, timeout=3)
+        assert done and task.cancelled(), f"still running after {renewals} attempts"
+        assert not elector.is_leader
+        assert (await lease(client))["holderIdentity"] == ""  # released on the way out
+    finally:
+        task.cancel()
+        await asyncio.wait({task}, timeout=5)
 
 
 async def test_leader_that_cannot_renew_stops_before_another_takes_over(

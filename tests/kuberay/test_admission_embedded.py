@@ -3,6 +3,7 @@ defaults first, then the plugin), with every sample and one invalid object."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,12 +18,16 @@ from tests.kuberay.helpers import SAMPLES, minimal_job, sample
 
 
 @pytest.fixture(scope="module")
-def state(tmp_path_factory: pytest.TempPathFactory) -> ServerState:
-    """One server for the module (installing the CRDs is the slow part)."""
+def state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerState]:
+    """One server for the module (installing the CRDs is the slow part), closed after."""
     path: Path = tmp_path_factory.mktemp("apiserver")
     state = ServerState.open(path, token=None, admission=AdmissionChain([KubeRayAdmission()]))
-    install_crds(state)
-    return state
+    try:
+        install_crds(state)
+        yield state
+    finally:
+        state.hub.close()
+        state.store.close()
 
 
 def _namespace(state: ServerState, name: str) -> str:

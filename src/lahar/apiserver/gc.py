@@ -111,8 +111,12 @@ class GarbageCollector:
 
     async def _run(self) -> None:
         while True:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._dirty.wait(), self.period)
+            # asyncio.timeout, not wait_for: on Python 3.11, wait_for swallows a cancel
+            # that arrives just after a write set the event, and stop() (so the server's
+            # close()) then waited forever for a collector that went on collecting.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.period):
+                    await self._dirty.wait()
             self._dirty.clear()
             try:
                 self.collect_once()

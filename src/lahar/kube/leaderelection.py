@@ -179,8 +179,12 @@ class LeaderElector:
                         cfg.renew_deadline,
                     )
                     return False
+                # asyncio.timeout, not wait_for: on Python 3.11, wait_for swallows a
+                # cancellation that arrives just after the attempt finished (it returns the
+                # result instead), and the cancelled elector would go on renewing forever.
                 try:
-                    ok = await asyncio.wait_for(self._try_safely(), deadline - now)
+                    async with asyncio.timeout(deadline - now):
+                        ok = await self._try_safely()
                 except TimeoutError:
                     ok = False
                 if ok:

@@ -18,6 +18,7 @@ Lease and reports Ready again, with fresh transition times.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -154,10 +155,11 @@ class Heartbeater:
             except Exception:
                 log.exception("heartbeat round failed")
             self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), tick)
-            except TimeoutError:
-                pass
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation
+            # that lands just as the wait ends, and stop() would wait on this loop forever
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(tick):
+                    await self._wake.wait()
 
     async def beat_due(self) -> None:
         """Send every write that is due now, as one bounded batch."""

@@ -424,8 +424,9 @@ class PodWorker:
             raise _Stop
 
     async def _sleep(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.deleting.wait(), timeout=seconds)
+        with contextlib.suppress(TimeoutError):  # not wait_for: it can drop a cancel (3.11)
+            async with asyncio.timeout(seconds):
+                await self.deleting.wait()
         self._check_stop()
 
     def _event(self, type_: str, reason: str, message: str, container: str | None = None) -> None:
