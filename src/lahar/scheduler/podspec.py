@@ -132,6 +132,40 @@ def task_status(pod: Mapping[str, Any]) -> TaskStatus:
     return TaskStatus.UNKNOWN
 
 
+def priority_parts(pod: Mapping[str, Any]) -> tuple[int | None, Any, int | None]:
+    """What :func:`task_priority` reads from a pod, without the PriorityClasses:
+    (``spec.priority`` or None, ``spec.priorityClassName`` as given, the
+    ``volcano.sh/task-priority`` override or None). Raises what the lookup of an
+    unhashable class name would."""
+    spec = pod.get("spec") or {}
+    raw = spec.get("priority")
+    pod_priority: int | None = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+    class_name = spec.get("priorityClassName")
+    if pod_priority is None:
+        hash(class_name)  # looked up among the PriorityClasses
+    override = (meta(pod).get("annotations") or {}).get(TASK_PRIORITY_KEY)
+    value: int | None = None
+    if override is not None:
+        try:
+            value = int(str(override))
+        except ValueError:
+            pass
+        if value is not None and not -(2**31) <= value < 2**31:
+            value = None
+    return pod_priority, class_name, value
+
+
+def resolve_priority(
+    pod_priority: int | None, class_name: Any, override: int | None, classes: Mapping[str, int]
+) -> tuple[int, int | None]:
+    """:func:`task_priority` from :func:`priority_parts`."""
+    if pod_priority is None and class_name in classes:
+        pod_priority = classes[class_name]
+    if override is not None:
+        return override, pod_priority
+    return (1 if pod_priority is None else pod_priority), pod_priority
+
+
 def task_priority(pod: Mapping[str, Any], classes: Mapping[str, int]) -> tuple[int, int | None]:
     """(Volcano task priority, pod ``spec.priority`` or None).
 
@@ -139,18 +173,4 @@ def task_priority(pod: Mapping[str, Any], classes: Mapping[str, int]) -> tuple[i
     PriorityClass is known (what admission would have written); else Volcano's default 1.
     The ``volcano.sh/task-priority`` annotation overrides when it is an int32.
     """
-    spec = pod.get("spec") or {}
-    raw = spec.get("priority")
-    pod_priority: int | None = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
-    if pod_priority is None and spec.get("priorityClassName") in classes:
-        pod_priority = classes[spec["priorityClassName"]]
-    priority = 1 if pod_priority is None else pod_priority
-    override = (meta(pod).get("annotations") or {}).get(TASK_PRIORITY_KEY)
-    if override is not None:
-        try:
-            value = int(str(override))
-            if -(2**31) <= value < 2**31:
-                priority = value
-        except ValueError:
-            pass
-    return priority, pod_priority
+    return resolve_priority(*priority_parts(pod), classes)

@@ -29,27 +29,25 @@ from lahar.scheduler.api.job import JobInfo
 from lahar.scheduler.api.node import NodeTable
 from lahar.scheduler.api.queue import QueueInfo
 from lahar.scheduler.api.resources import CPU, MEMORY, ResourceError, ResourceSpace
-from lahar.scheduler.api.task import COMPLETED_SET, TaskInfo
+from lahar.scheduler.api.task import COMPLETED_SET, TaskInfo, TaskStatus, new_task
+from lahar.scheduler.facts import (
+    _CURRENT,
+    Facts,
+    GroupFacts,
+    NodeFacts,
+    PodFacts,
+    SnapshotError,
+    _int,
+    _name,
+)
 from lahar.scheduler.gcpause import paused_gc
 from lahar.scheduler.memo import ParseMemo
-from lahar.scheduler.podspec import (
-    GROUP_ANNOTATION,
-    PREEMPTABLE_KEY,
-    TASK_SPEC_KEY,
-    annotation_or_label,
-    meta,
-    parse_bool,
-    pod_request,
-    resource_names,
-    task_priority,
-    task_status,
-)
+from lahar.scheduler.podspec import GROUP_ANNOTATION, meta
+
+__all__ = ["SCHEDULER_NAMES", "SnapshotError", "build_cluster", "load_documents"]
 
 SCHEDULER_NAMES = ("volcano",)
-
-
-class SnapshotError(ValueError):
-    """An input object the scheduler cannot read; the message names object and field."""
+S = TaskStatus
 
 
 def load_documents(texts: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -82,35 +80,6 @@ def load_documents(texts: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
     return objects
 
 
-_CURRENT: list[str] = ["input"]
-
-
-def _name(obj: Mapping[str, Any], kind: str, namespaced: bool) -> tuple[str, str]:
-    """Namespace and name of an object; also remembers it for error messages."""
-    md = meta(obj)
-    name = md.get("name")
-    if not isinstance(name, str) or not name:
-        raise SnapshotError(f"{kind} without metadata.name")
-    namespace = str(md.get("namespace") or "default") if namespaced else ""
-    _CURRENT[0] = _describe(kind, namespace, name)
-    for field_name in ("spec", "status"):
-        if obj.get(field_name) is not None and not isinstance(obj.get(field_name), dict):
-            raise SnapshotError(f"{_CURRENT[0]}: {field_name}: expected a map")
-    return namespace, name
-
-
-def _describe(kind: str, namespace: str, name: str) -> str:
-    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
-
-
-def _int(value: Any, where: str, default: int) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SnapshotError(f"{where}: expected an integer, got {value!r}")
-    return value
-
-
 class _Builder:
     def __init__(
         self,
@@ -120,39 +89,35 @@ class _Builder:
     ) -> None:
         self.scheduler_names = scheduler_names
         self.memo = memo if memo is not None else ParseMemo()
-        # id(object) -> (namespace, name, description), checked once per build
-        self._seen: dict[int, tuple[str, str, str]] = {}
         self.by_kind: dict[str, list[dict[str, Any]]] = {}
+        by_kind = self.by_kind
         for obj in objects:
             kind = obj.get("kind")
-            if not isinstance(kind, str):
-                raise SnapshotError(f"object {meta(obj).get('name', '?')!r} has no kind")
-            self.by_kind.setdefault(kind, []).append(obj)
+            same = by_kind.get(kind) if kind.__class__ is str else None
+            if same is None:
+                if not isinstance(kind, str):
+                    raise SnapshotError(f"object {meta(obj).get('name', '?')!r} has no kind")
+                same = by_kind[kind] = []
+            same.append(obj)
         self.space = ResourceSpace(self._resource_names())
-        self.names = tuple(self.space.names)
+        self.names = self.memo.space_names(tuple(self.space.names))
 
-    def _remember(self, obj: dict[str, Any], named: tuple[str, str]) -> None:
-        self._seen[id(obj)] = (*named, _CURRENT[0])
-
-    def _named(self, obj: dict[str, Any]) -> tuple[str, str]:
-        """:func:`_name` of an object :meth:`_resource_names` already checked."""
-        namespace, name, where = self._seen[id(obj)]
-        _CURRENT[0] = where
-        return namespace, name
+    def _read(self, facts: Facts, obj: dict[str, Any]) -> None:
+        """The second step, when not done yet in this resource space."""
+        _CURRENT[0] = facts.where
+        facts.read(obj, self.space, self.names)
 
     def _resource_names(self) -> set[str]:
-        names: set[str] = set()
-        for node in self.by_kind.get("Node", []):
-            self._remember(node, _name(node, "Node", False))
-            status = node.get("status") or {}
-            names.update((status.get("allocatable") or status.get("capacity") or {}).keys())
-        memo = self.memo
-        for pod in self.by_kind.get("Pod", []):
-            self._remember(pod, _name(pod, "Pod", True))
-            names.update(memo.names("Pod", pod, lambda pod=pod: resource_names(pod)))
-        for pg in self.by_kind.get("PodGroup", []):
-            self._remember(pg, _name(pg, "PodGroup", True))
-            names.update(((pg.get("spec") or {}).get("minResources") or {}).keys())
+        by_kind, memo = self.by_kind, self.memo
+        self.node_facts: list[NodeFacts] = memo.facts("Node", by_kind.get("Node", []), NodeFacts)
+        self.pod_facts: list[PodFacts] = memo.facts("Pod", by_kind.get("Pod", []), PodFacts)
+        self.group_facts: list[GroupFacts] = memo.facts(
+            "PodGroup", by_kind.get("PodGroup", []), GroupFacts
+        )
+        sets: set[frozenset[str]] = set()
+        for facts in (self.node_facts, self.pod_facts, self.group_facts):
+            sets.update(f.names for f in facts)
+        names: set[Any] = set().union(*sets)
         for queue in self.by_kind.get("Queue", []):
             _name(queue, "Queue", False)
             spec = queue.get("spec") or {}
@@ -179,38 +144,26 @@ class _Builder:
         return classes, default
 
     def nodes(self) -> NodeTable:
-        rows = []
-        for node in self.by_kind.get("Node", []):
-            _, name = self._named(node)
-            rows.append((name, node))
-        rows.sort(key=lambda r: r[0])
-        alloc = np.zeros((len(rows), self.space.size))
-        labels, taints, unsched, ready, objs = [], [], [], [], []
-        for i, (name, node) in enumerate(rows):
-            status = node.get("status") or {}
-            source = status.get("allocatable") or status.get("capacity")
-            alloc[i] = self.memo.vector(
-                "Node",
-                node,
-                self.names,
-                lambda s=source, n=name: self.vector(s, f"Node {n}: status.allocatable"),
-            )
-            spec = node.get("spec") or {}
-            labels.append(dict(meta(node).get("labels") or {}))
-            taints.append(list(spec.get("taints") or []))
-            unsched.append(bool(spec.get("unschedulable")))
-            conds = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
-            ready.append(conds.get("Ready", "True") == "True")
-            objs.append(node)
+        rows = sorted(
+            zip(self.node_facts, self.by_kind.get("Node", []), strict=True),
+            key=lambda r: r[0].name,
+        )
+        if rows:  # the build named the last node (input order) before reading any
+            _CURRENT[0] = self.node_facts[-1].where
+        names = self.names
+        for facts, node in rows:
+            if facts.space != names:
+                facts.read(node, self.space, names)
+        alloc = np.array([f.alloc for f, _ in rows], dtype=np.float64)
         return NodeTable(
             space=self.space,
-            names=[r[0] for r in rows],
-            allocatable=alloc,
-            labels=labels,
-            taints=taints,
-            unschedulable=np.array(unsched, dtype=bool),
-            ready=np.array(ready, dtype=bool),
-            objects=objs,
+            names=[f.name for f, _ in rows],
+            allocatable=alloc.reshape(len(rows), self.space.size),
+            labels=[dict(f.labels) for f, _ in rows],
+            taints=[list(f.taints) for f, _ in rows],
+            unschedulable=np.array([f.unschedulable for f, _ in rows], dtype=bool),
+            ready=np.array([f.ready for f, _ in rows], dtype=bool),
+            objects=[node for _, node in rows],
         )
 
     def queues(self) -> dict[str, QueueInfo]:
@@ -266,54 +219,35 @@ class _Builder:
     ) -> tuple[dict[str, JobInfo], dict[str, str]]:
         jobs: dict[str, JobInfo] = {}
         skipped: dict[str, str] = {}
-        for pg in self.by_kind.get("PodGroup", []):
-            namespace, name = self._named(pg)
-            where = _describe("PodGroup", namespace, name)
-            spec = pg.get("spec") or {}
-            minimum = _int(spec.get("minMember"), f"{where}: spec.minMember", 1)
-            if minimum < 0:
-                raise SnapshotError(f"{where}: spec.minMember must not be negative")
-            task_min = spec.get("minTaskMember") or {}
-            if not isinstance(task_min, dict):
-                raise SnapshotError(f"{where}: spec.minTaskMember: expected a map")
-            queue = str(spec.get("queue") or "default")
-            pc = spec.get("priorityClassName")
-            min_res = spec.get("minResources")
-            uid = f"{namespace}/{name}"
+        names, space = self.names, self.space
+        for f, pg in zip(self.group_facts, self.by_kind.get("PodGroup", []), strict=True):
+            if f.space != names:
+                self._read(f, pg)
+            pc, min_res = f.priority_class, f.min_resources
+            uid = f.key
             job = JobInfo(
                 uid=uid,
-                namespace=namespace,
-                name=name,
-                queue=queue,
-                min_available=minimum,
-                space=self.space,
-                task_min_available={
-                    str(k): _int(v, f"{where}: spec.minTaskMember.{k}", 0)
-                    for k, v in task_min.items()
-                },
+                namespace=f.namespace,
+                name=f.name,
+                queue=f.queue,
+                min_available=f.minimum,
+                space=space,
+                task_min_available=dict(f.task_min),
                 priority=classes.get(pc, default_prio) if pc else default_prio,
-                preemptable=parse_bool(annotation_or_label(pg, PREEMPTABLE_KEY), False),
-                phase=str((pg.get("status") or {}).get("phase") or "Pending"),
-                min_resources=(
-                    None
-                    if min_res is None
-                    else self.memo.vector(
-                        "PodGroup",
-                        pg,
-                        self.names,
-                        lambda r=min_res, w=where: self.vector(r, f"{w}: spec.minResources"),
-                    )
-                ),
-                creation=str(meta(pg).get("creationTimestamp") or ""),
+                preemptable=f.preemptable,
+                phase=f.phase,
+                min_resources=None if min_res is None else min_res.copy(),
+                creation=f.creation,
                 podgroup=pg,
             )
-            for cond in (pg.get("status") or {}).get("conditions") or []:
-                if isinstance(cond, dict) and cond.get("type"):
-                    job.conditions[str(cond["type"])] = dict(cond)
-            if queue not in queues:
-                skipped[uid] = f"queue {queue} does not exist"
+            for kind, cond in f.conditions:
+                job.conditions[kind] = dict(cond)
+            if f.queue not in queues:
+                skipped[uid] = f"queue {f.queue} does not exist"
                 continue
             jobs[uid] = job
+        if self.group_facts:
+            _CURRENT[0] = self.group_facts[-1].where
         return dict(sorted(jobs.items())), skipped
 
     def tasks(
@@ -321,55 +255,78 @@ class _Builder:
     ) -> tuple[list[TaskInfo], dict[str, str]]:
         others: list[TaskInfo] = []
         skipped: dict[str, str] = {}
-        built: list[tuple[str, TaskInfo, bool]] = []
-        for pod in self.by_kind.get("Pod", []):
-            namespace, name = self._named(pod)
-            where = _describe("Pod", namespace, name)
-            spec = pod.get("spec") or {}
-            annotations = meta(pod).get("annotations") or {}
-            group = annotations.get(GROUP_ANNOTATION)
-            ours = (spec.get("schedulerName") or "default-scheduler") in self.scheduler_names
-            priority, pod_priority = task_priority(pod, classes)
-            task = TaskInfo(
-                uid=str(meta(pod).get("uid") or f"{namespace}/{name}"),
-                namespace=namespace,
-                name=name,
-                job=f"{namespace}/{group}" if group and ours else "",
-                resreq=self.memo.vector(
-                    "Pod", pod, self.names, lambda p=pod, w=where: pod_request(self.space, p, w)
-                ),
-                status=task_status(pod),
-                role=annotation_or_label(pod, TASK_SPEC_KEY) or "",
-                priority=priority,
-                pod_priority=pod_priority,
-                preemptable=parse_bool(annotation_or_label(pod, PREEMPTABLE_KEY), True),
-                priority_class_name=str(spec.get("priorityClassName") or ""),
-                preemption_policy=str(spec.get("preemptionPolicy") or ""),
-                nominated_node=str((pod.get("status") or {}).get("nominatedNodeName") or ""),
-                creation=str(meta(pod).get("creationTimestamp") or ""),
-                gated=bool(spec.get("schedulingGates")),
-                pod=pod,
+        names, ours_names = self.names, self.scheduler_names
+        pods = self.by_kind.get("Pod", [])
+        for f, pod in zip(self.pod_facts, pods, strict=True):
+            if f.space != names:  # read in input order: the first bad pod is reported
+                self._read(f, pod)
+        if pods:  # the build named the last pod (input order) before placing any
+            _CURRENT[0] = self.pod_facts[-1].where
+        facts = self.pod_facts
+        keys = [f.sort_key for f in facts]
+        running, pending, releasing, bound = S.RUNNING, S.PENDING, S.RELEASING, S.BOUND
+        index, get_job = nodes.index, jobs.get
+        rows: list[int] = []
+        placed: list[TaskInfo] = []
+        for k in sorted(range(len(keys)), key=keys.__getitem__):
+            f, pod = facts[k], pods[k]
+            # read fresh each build: the cache's overlays change these two (module doc)
+            node_name = (pod.get("spec") or {}).get("nodeName")
+            phase = f.phase
+            if phase == "Running" or (phase == "Pending" and node_name):
+                md = pod.get("metadata")
+                if isinstance(md, dict) and md.get("deletionTimestamp"):
+                    status = releasing
+                else:
+                    status = running if phase == "Running" else bound
+            else:
+                status = pending if phase == "Pending" else phase
+            pod_priority = f.raw_priority
+            if pod_priority is None and f.class_name in classes:
+                pod_priority = classes[f.class_name]
+            priority = f.override
+            if priority is None:
+                priority = 1 if pod_priority is None else pod_priority
+            ours = f.scheduler in ours_names
+            task = new_task(
+                f.uid,
+                f.namespace,
+                f.name,
+                f.job_group if ours else "",
+                f.resreq.copy(),
+                status,
+                f.role,
+                priority,
+                pod_priority,
+                f.preemptable,
+                f.priority_class_name,
+                f.preemption_policy,
+                f.nominated,
+                f.creation,
+                f.gated,
+                pod,
+                f.best_effort,
+                f.ordinal,
             )
-            built.append((f"{namespace}/{name}", task, ours))
-        built.sort(key=lambda b: (b[0], b[1].uid))
-        for key, task, ours in built:
-            node_name = (task.pod.get("spec") or {}).get("nodeName")
-            job = jobs.get(task.job)
             # every pod with a node that has not terminated uses it (Unknown included)
-            if node_name and task.status not in COMPLETED_SET:
-                if node_name in nodes.index:
-                    nodes.add_task(nodes.index[node_name], task)
+            if node_name and status not in COMPLETED_SET:
+                i = index.get(node_name)
+                if i is not None:
+                    rows.append(i)
+                    placed.append(task)
                 else:
                     task.node = node_name
+            job = get_job(task.job)
             if job is not None:
                 job.add_task(task)
                 continue
             others.append(task)
-            if task.status.name == "PENDING" and ours:
+            if status is pending and ours:
                 if not task.job:
-                    skipped[key] = f"pod has no {GROUP_ANNOTATION} annotation"
+                    skipped[f.key] = f"pod has no {GROUP_ANNOTATION} annotation"
                 else:
-                    skipped[key] = f"PodGroup {task.job} is not in the session"
+                    skipped[f.key] = f"PodGroup {task.job} is not in the session"
+        nodes.add_tasks(rows, placed)
         return others, skipped
 
 

@@ -108,6 +108,35 @@ class NodeTable:
         task.node = self.names[i]
         self.changed.append(i)
 
+    def add_tasks(self, rows: list[int], tasks: list[TaskInfo]) -> None:
+        """:meth:`add_task` of ``tasks[k]`` on row ``rows[k]`` for every k, in order, with
+        the arrays updated in bulk: each row sees the same additions in the same order
+        (``ufunc.at`` applies them one by one), so the sums are the same to the bit."""
+        if not tasks:
+            return
+        idx = np.fromiter(rows, dtype=np.intp, count=len(rows))
+        reqs = np.concatenate([t.resreq for t in tasks]).reshape(len(tasks), self.space.size)
+        status = np.fromiter([t.status for t in tasks], dtype=np.int8, count=len(tasks))
+        releasing = status == TaskStatus.RELEASING
+        pipelined = status == TaskStatus.PIPELINED
+        if releasing.any():
+            np.add.at(self.releasing, idx[releasing], reqs[releasing])
+            keep = ~releasing
+            np.subtract.at(self.future, idx[keep], reqs[keep])
+        else:
+            np.subtract.at(self.future, idx, reqs)
+        if pipelined.any():
+            np.add.at(self.pipelined, idx[pipelined], reqs[pipelined])
+            idx, reqs = idx[~pipelined], reqs[~pipelined]
+        np.subtract.at(self.idle, idx, reqs)
+        np.add.at(self.used, idx, reqs)
+        names, on_node = self.names, self.tasks
+        for i, task in zip(rows, tasks, strict=True):
+            on_node[i][task.uid] = task
+            task.node_index = i
+            task.node = names[i]
+        self.changed.extend(rows)
+
     def remove_task(self, i: int, task: TaskInfo) -> None:
         req = task.resreq
         if task.status != TaskStatus.RELEASING:

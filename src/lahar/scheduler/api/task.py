@@ -83,3 +83,52 @@ class TaskInfo:
     def key(self) -> str:
         """``namespace/name``: how the command line and messages name a pod."""
         return f"{self.namespace}/{self.name}"
+
+
+_new_object = object.__new__
+
+
+def new_task(
+    uid: str,
+    namespace: str,
+    name: str,
+    job: str,
+    resreq: Vector,
+    status: TaskStatus,
+    role: str,
+    priority: int,
+    pod_priority: int | None,
+    preemptable: bool,
+    priority_class_name: str,
+    preemption_policy: str,
+    nominated_node: str,
+    creation: str,
+    gated: bool,
+    pod: dict[str, Any],
+    best_effort: bool,
+    ordinal: int | None,
+) -> TaskInfo:
+    """``TaskInfo(...)`` with what ``__post_init__`` would compute given (``best_effort``
+    of ``resreq``, ``ordinal`` of ``name``): the snapshot build's fast path."""
+    task = _new_object(TaskInfo)
+    task.uid = uid
+    task.namespace = namespace
+    task.name = name
+    task.job = job
+    task.resreq = resreq
+    task.status = status
+    task.node = None
+    task.role = role
+    task.priority = priority
+    task.pod_priority = pod_priority
+    task.preemptable = preemptable
+    task.priority_class_name = priority_class_name
+    task.preemption_policy = preemption_policy
+    task.nominated_node = nominated_node
+    task.creation = creation
+    task.gated = gated
+    task.pod = pod
+    task.best_effort = best_effort
+    task.node_index = -1
+    task.ordinal = ordinal
+    return task
