@@ -69,7 +69,7 @@ class EventLog:
             params,
         ).fetchall()
         return [
-            WatchEvent(t, g, ns, n, r, orjson.loads(d), prev_data=p or None)
+            WatchEvent(t, g, ns, n, r, orjson.loads(d), prev_data=p or None, data=d)
             for r, t, g, ns, n, d, p in rows
         ]
 

@@ -446,7 +446,9 @@ class Store:
         self._rv = rv
         # The previous object is decoded only if a filtered watch asks for it.
         obj = orjson.loads(data)
-        self._pending.append(WatchEvent(type_, gr, namespace, name, rv, obj, prev_data=prev))
+        self._pending.append(
+            WatchEvent(type_, gr, namespace, name, rv, obj, prev_data=prev, data=data)
+        )
         return obj if shared else orjson.loads(data)
 
 

@@ -57,9 +57,22 @@ class WatchEvent:
     need it to tell an object that stopped matching (DELETED) from one that never
     matched. Only those read it, so the store hands over the stored bytes
     (``prev_data``) and ``prev`` decodes them on first use: most events never pay for it.
+    ``data``, when set, is ``object`` as the store serialised it (compact JSON, the
+    bytes ``object`` was decoded from): a watch line can carry it without encoding the
+    object again.
     """
 
-    __slots__ = ("_prev", "_prev_data", "gr", "name", "namespace", "object", "rv", "type")
+    __slots__ = (
+        "_prev",
+        "_prev_data",
+        "data",
+        "gr",
+        "name",
+        "namespace",
+        "object",
+        "rv",
+        "type",
+    )
 
     def __init__(
         self,
@@ -72,8 +85,10 @@ class WatchEvent:
         prev: dict[str, Any] | None = None,
         *,
         prev_data: bytes | None = None,
+        data: bytes | None = None,
     ) -> None:
         self.type = type
+        self.data = data
         self.gr = gr
         self.namespace = namespace
         self.name = name

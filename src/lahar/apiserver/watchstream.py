@@ -40,6 +40,27 @@ def _line(event_type: str, obj: Obj) -> bytes:
     return jsoncopy.dumps({"type": event_type, "object": obj}) + b"\n"
 
 
+_PREFIXES = {
+    t: b'{"type":"' + t.encode() + b'","object":' for t in ("ADDED", "MODIFIED", "DELETED")
+}
+
+
+def _stored_line(event_type: str, data: bytes) -> bytes:
+    """:func:`_line` of an object from its stored bytes (the same bytes, no encoding)."""
+    return _PREFIXES[event_type] + data + b"}\n"
+
+
+def _shown_as_stored(rt: Any, ev: storemod.WatchEvent, obj: Obj) -> bool:
+    """Whether the event's stored bytes are exactly the object a plain line carries: it
+    is the event's own object, and this version presents it unchanged."""
+    return (
+        obj is ev.object
+        and ev.data is not None
+        and obj.get("apiVersion") == rt.api_version
+        and "kind" in obj
+    )
+
+
 async def serve(state: ServerState, request: Request, route: Route, as_table: bool) -> Response:
     rt = route.resource
     assert rt is not None
@@ -74,6 +95,8 @@ async def serve(state: ServerState, request: Request, route: Route, as_table: bo
         since, initial = int(rv_text), []
         if since < state.store.oldest_rv():
             raise expired(f"too old resource version: {since} ({state.store.oldest_rv()})")
+
+    plain = not as_table
 
     def encode(event_type: str, obj: Obj) -> bytes:
         obj = state.objects.present(rt, obj)
@@ -158,7 +181,10 @@ async def serve(state: ServerState, request: Request, route: Route, as_table: bo
                     last_rv = item.rv
                     out = _filter(item, matches, present)
                     if out is not None:
-                        lines.append(encode(*out))
+                        if plain and _shown_as_stored(rt, item, out[1]):
+                            lines.append(_stored_line(out[0], item.data))  # type: ignore[arg-type]
+                        else:
+                            lines.append(encode(*out))
                     if queue.empty() or len(lines) >= _BATCH:
                         break
                     item = queue.get_nowait()
