@@ -160,6 +160,11 @@ class APIApp:
 
             err = internal(type(exc).__name__)
             response = _json(err.to_status(), err.code)
+        try:  # nothing is answered before the writes it may have seen are committed
+            await self.state.store.settled()
+        except storemod.StoreError as exc:
+            err = _store_error(exc, route or routing.Route("resource"))
+            response = _json(err.to_status(), err.code)
         self.metrics.observe(
             request.method, route, response.status_code, time.perf_counter() - started
         )

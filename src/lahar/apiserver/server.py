@@ -122,6 +122,7 @@ class APIServer:
             loop="uvloop",
         )
         self._uvicorn = _QuietServer(config)
+        self.state.store.group_commits(asyncio.get_running_loop())  # groupcommit.py
         self.gc.start()
         self.state.ready = True
         log.info("API server listening on %s (started %s)", self.url, now_rfc3339())

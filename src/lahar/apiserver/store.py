@@ -23,20 +23,20 @@ oldest retained event.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import logging
 import pathlib
 import sqlite3
 import threading
 from collections import deque
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
 from lahar.apiserver.checkpoint import CHECKPOINT_EVERY, SAFETY_NET_PAGES, Checkpointer
 from lahar.apiserver.eventlog import EventLog
+from lahar.apiserver.groupcommit import GroupCommit
 from lahar.apiserver.storecache import ObjectCache
+from lahar.apiserver.storetxn import Transactions
 from lahar.apiserver.storetypes import (  # re-exported: callers name them via store
     EventType,
     Expired,
@@ -83,7 +83,7 @@ COMMIT;
 """
 
 
-class Store:
+class Store(Transactions):
     """Objects keyed by (group-resource, namespace, name), plus the watch event log."""
 
     def __init__(
@@ -121,6 +121,8 @@ class Store:
         )
         # WAL checkpoints in a thread of their own (checkpoint.py); None: SQLite's own.
         self._checkpointer: Checkpointer | None = None
+        self._group: GroupCommit | None = None  # group commits, once turned on
+        self._committed_rv = self._rv
         wal = self._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         if checkpoint_every is not None and wal:
             self._db.execute(f"PRAGMA wal_autocheckpoint = {SAFETY_NET_PAGES}")
@@ -139,6 +141,7 @@ class Store:
                 return
             if self._depth:
                 raise StoreError("cannot close the store inside a transaction")
+            self._flush()  # an open batch of writes commits first
             checkpointer, self._checkpointer = self._checkpointer, None
         if checkpointer is not None:  # not under the lock: its last checkpoint may take it
             checkpointer.close()
@@ -149,86 +152,6 @@ class Store:
             self._subscribers.clear()
             self._cache.clear()
             self._db.close()
-
-    def subscribe(self, callback: Subscriber) -> None:
-        """Call ``callback(events)`` after each commit, in commit order, under the lock."""
-        with self._lock:
-            self._subscribers.append(callback)
-
-    def unsubscribe(self, callback: Subscriber) -> None:
-        with self._lock, contextlib.suppress(ValueError):
-            self._subscribers.remove(callback)
-
-    # -- transactions ------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[Store]:
-        """Group writes atomically. Nests (as savepoints); publishes after the outer commit.
-
-        An exception leaving the block rolls back every write made inside it (and only
-        those, for a nested block) and publishes nothing for them.
-        """
-        with self._lock:
-            self._check_open()
-            depth = self._depth
-            saved = (self._rv, len(self._pending), self._cache.mark())
-            self._db.execute("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
-            self._depth = depth + 1
-            try:
-                yield self
-            except BaseException:
-                self._depth = depth
-                self._rv = saved[0]
-                del self._pending[saved[1] :]
-                self._cache.rollback(saved[2])
-                if depth == 0:
-                    self._db.execute("ROLLBACK")
-                else:
-                    self._db.execute(f"ROLLBACK TO sp{depth}")
-                    self._db.execute(f"RELEASE sp{depth}")
-                raise
-            self._depth = depth
-            if depth > 0:
-                self._db.execute(f"RELEASE sp{depth}")
-                return
-            try:
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._rv = saved[0]
-                self._pending.clear()
-                self._cache.rollback(saved[2])
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise
-            self._cache.committed()
-            if self._checkpointer is not None:
-                self._checkpointer.committed()
-            events, self._pending = self._pending, []
-            self._log.committed(len(events))
-            if events:
-                self._publish(events)
-
-    def _publish(self, events: builtins.list[WatchEvent]) -> None:
-        # A subscriber that writes re-enters here; its batch waits in the outbox so every
-        # subscriber still sees the batches in commit (RV) order.
-        self._outbox.append(events)
-        if self._publishing:
-            return
-        self._publishing = True
-        try:
-            while self._outbox:
-                batch = self._outbox.popleft()
-                for callback in builtins.list(self._subscribers):
-                    try:
-                        callback(batch)
-                    except Exception:  # a broken subscriber must not fail the write
-                        log.exception("store subscriber %r failed", callback)
-        finally:
-            self._publishing = False
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreError("store is closed")
 
     # -- reads -------------------------------------------------------------------------
 
@@ -345,7 +268,10 @@ class Store:
         first. Raises :class:`Expired` when ``rv < oldest_rv()``."""
         with self._lock:
             self._check_open()
-            return self._log.after(rv, gr)
+            events = self._log.after(rv, gr)
+            if self._rv != self._committed_rv:  # a batch is open: its events come later
+                events = [e for e in events if e.rv <= self._committed_rv]
+            return events
 
     # -- writes ------------------------------------------------------------------------
 
