@@ -62,15 +62,15 @@ class GroupCommit:
         _JOINED.set(self.future)
 
     def settle(self, error: BaseException | None) -> None:
-        """The batch committed (``error`` None) or failed: wake whoever waits for it."""
+        """The batch committed (``error`` None) or failed: wake whoever waits for it.
+        From another thread (whose write committed the batch first), via the loop."""
         future, self.future = self.future, None
-        if future is None or future.done():
+        if future is None:
             return
-        if error is None:
-            future.set_result(None)
-        else:
-            future.set_exception(error)
-            future.exception()  # retrieved: nobody may be waiting
+        if threading.get_ident() == self.thread:
+            _resolve(future, error)
+        elif not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(_resolve, future, error)
 
     async def settled(self) -> None:
         """Until the batch this task wrote into (and the one open now, whose writes it
@@ -81,3 +81,13 @@ class GroupCommit:
             await asyncio.shield(joined)
         if current is not None and current is not joined:
             await asyncio.shield(current)
+
+
+def _resolve(future: asyncio.Future[None], error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
+        future.exception()  # retrieved: nobody may be waiting
