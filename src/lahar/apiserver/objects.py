@@ -95,6 +95,11 @@ class ObjectService:
         obj.setdefault("kind", rt.kind)
         return obj
 
+    def presents_as_stored(self, rt: ResourceType, obj: Obj) -> bool:
+        """Whether :meth:`present` leaves ``obj`` exactly as stored (so its stored bytes
+        may be sent as they are)."""
+        return obj.get("apiVersion") == rt.api_version and "kind" in obj
+
     # ---- the shared preparation of a candidate object ----------------------------
 
     def _schema(self, rt: ResourceType) -> dict[str, Any] | None:

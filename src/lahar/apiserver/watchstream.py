@@ -50,17 +50,6 @@ def _stored_line(event_type: str, data: bytes) -> bytes:
     return _PREFIXES[event_type] + data + b"}\n"
 
 
-def _shown_as_stored(rt: Any, ev: storemod.WatchEvent, obj: Obj) -> bool:
-    """Whether the event's stored bytes are exactly the object a plain line carries: it
-    is the event's own object, and this version presents it unchanged."""
-    return (
-        obj is ev.object
-        and ev.data is not None
-        and obj.get("apiVersion") == rt.api_version
-        and "kind" in obj
-    )
-
-
 async def serve(state: ServerState, request: Request, route: Route, as_table: bool) -> Response:
     rt = route.resource
     assert rt is not None
@@ -108,6 +97,18 @@ async def serve(state: ServerState, request: Request, route: Route, as_table: bo
                 now=dt.datetime.now(dt.UTC),
             )
         return _line(event_type, obj)
+
+    def line(ev: storemod.WatchEvent, event_type: str, obj: Obj) -> bytes:
+        """The watch line of ``obj``: the event's stored bytes when they are exactly what
+        the line carries (no encoding per event and watcher), else encoded."""
+        if (
+            plain
+            and obj is ev.object
+            and ev.data is not None
+            and state.objects.presents_as_stored(rt, obj)
+        ):
+            return _stored_line(event_type, ev.data)
+        return encode(event_type, obj)
 
     async def events() -> AsyncIterator[bytes]:
         present: set[tuple[str, str]] | None = set() if (labels or fields) else None
@@ -181,10 +182,7 @@ async def serve(state: ServerState, request: Request, route: Route, as_table: bo
                     last_rv = item.rv
                     out = _filter(item, matches, present)
                     if out is not None:
-                        if plain and _shown_as_stored(rt, item, out[1]):
-                            lines.append(_stored_line(out[0], item.data))  # type: ignore[arg-type]
-                        else:
-                            lines.append(encode(*out))
+                        lines.append(line(item, *out))
                     if queue.empty() or len(lines) >= _BATCH:
                         break
                     item = queue.get_nowait()
