@@ -138,3 +138,27 @@ async def test_spam_filter_limits_one_object(client: lightkube.AsyncClient) -> N
         assert len(await events_of(client)) == 7 and rec.filtered == 4
     finally:
         await rec.close()
+
+
+async def test_a_full_queue_drops_and_says_so_once_per_interval(
+    client: lightkube.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    cms = [await create_cm(client, f"busy-{i}") for i in range(6)]
+    now = [0.0]
+    rec = EventRecorder(client, "c", queue_size=2, clock=lambda: now[0])
+    try:
+        with caplog.at_level("WARNING", logger="lahar.kube.events"):
+            for cm in cms:  # no await in between: the writer cannot take any yet
+                rec.normal(cm, "Tick", "tick")
+            now[0] += 11  # past DROP_LOG_INTERVAL: the next drop is reported with the count
+            rec.normal(cms[0], "Tock", "tock")
+            await rec.flush()
+        assert rec.dropped == 5
+        lines = [r.getMessage() for r in caplog.records if "queue full" in r.message]
+        assert lines == [
+            "event queue full; dropped 1 event(s), the latest Normal Tick on busy-2",
+            "event queue full; dropped 4 event(s), the latest Normal Tock on busy-0",
+        ]
+        assert len(await events_of(client)) == 2  # what was queued is written
+    finally:
+        await rec.close()

@@ -14,7 +14,10 @@ minutes, as in client-go's spam filter; events beyond it are dropped.
 
 Recording never blocks and never fails the caller: :meth:`EventRecorder.event` puts
 the event on a bounded queue that a background task writes out (dropping, with a
-log line, when the queue is full or the server refuses). ``await flush()`` waits
+log line, when the queue is full or the server refuses). A full queue is reported
+once per ``DROP_LOG_INTERVAL`` with the count dropped meanwhile: a busy scheduler
+records thousands of ``Scheduled`` events a second, and a line for each (as
+client-go logs them) cost more CPU than the events that were written. ``await flush()`` waits
 until everything queued so far is written.
 """
 
@@ -46,6 +49,7 @@ WARNING = "Warning"
 AGGREGATION_WINDOW = 600.0
 SPAM_BURST = 25
 SPAM_QPS = 1 / 300
+DROP_LOG_INTERVAL = 10.0
 
 
 def _now() -> str:
@@ -112,6 +116,8 @@ class EventRecorder:
         self._task: asyncio.Task[None] | None = None
         self._seq = itertools.count()
         self.dropped = 0
+        self._full_drops = 0  # dropped because the queue was full, not yet logged
+        self._full_logged_at: float | None = None
 
     # -- the caller's side -------------------------------------------------------------
 
@@ -129,9 +135,19 @@ class EventRecorder:
             self._queue.put_nowait((ref, type, reason, message))
         except asyncio.QueueFull:
             self.dropped += 1
-            log.warning(
-                "event queue full; dropping %s event %s on %s", type, reason, ref.get("name")
-            )
+            self._full_drops += 1
+            now = self._clock()
+            last = self._full_logged_at
+            if last is None or now - last >= DROP_LOG_INTERVAL:
+                log.warning(
+                    "event queue full; dropped %d event(s), the latest %s %s on %s",
+                    self._full_drops,
+                    type,
+                    reason,
+                    ref.get("name"),
+                )
+                self._full_drops = 0
+                self._full_logged_at = now
 
     def _allow(self, ref: dict[str, str]) -> bool:
         """Take a token from the object's bucket (False when it is empty)."""
