@@ -32,7 +32,8 @@ def test_stack_bench_prints_its_keys(args: list[str], keys: list[str]) -> None:
     for key in keys:
         assert isinstance(figures[key], int | float), key
     assert figures["machine"]["cpus"]
-    if args[0] == "e2e":  # both processes did work for the pods they bound
+    if args[0] == "e2e":  # all three processes did work for the pods they bound
         cpu = figures["cpu_ms_per_pod"]
-        assert set(cpu) == {"apiserver", "components"}
+        assert set(cpu) == {"apiserver", "components", "load"}
+        assert figures["bound"] == 40 and not figures["timed_out"]
         assert all(ms > 0 for ms in cpu.values()), cpu

@@ -118,6 +118,9 @@ class APIServer:
             lifespan="off",
             timeout_graceful_shutdown=3,
             access_log=False,
+            # no proxy in front: uvicorn's default would take a loopback client's
+            # X-Forwarded-For at its word, and parse it on every request
+            proxy_headers=False,
             http=CorkedHttpToolsProtocol,  # one write per connection per loop turn
             loop="uvloop",
         )

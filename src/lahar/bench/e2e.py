@@ -6,20 +6,26 @@ volcano``) created through the API server on N simulated nodes, with the live
 scheduler daemon running, until every pod is bound. The API server (lahar's CRDs and
 admission, as in ``lahar up``) runs in a child process and is reached over HTTPS with
 TLS and a token, as in a split-process deployment; the scheduler daemon (its sessions
-in a worker thread), the Volcano controllers, the simulated node fleet and the load
-generator share this process's event loop and talk to it through the client seam. So
+in a worker thread), the Volcano controllers and the simulated node fleet share this
+process's event loop and talk to it through the client seam. The pods are created by
+a third process (``loadgen.py``), a client like any other: in a cluster they come
+from users and controllers, not from the scheduler's process. (Until session 5 they
+were created on this loop, and the load and the scheduler slowed each other down.) So
 the figures include the API server's work (admission, storage, watch fan-out) for
 every create, bind and status write, the simulated nodes' status writes for the pods
-they start, and the TLS and socket costs. ``in_process`` puts the server on this loop
-behind the in-process transport instead (one core, as ``lahar up`` runs it).
+they start, and the TLS and socket costs. ``in_process`` puts the server, and the
+load, on this loop behind the in-process transport instead (one core, as ``lahar up``
+runs it).
 
 Timestamps: each pod's create time is taken just before its POST; its bound time when
 the pod informer (one watch over all pods) first shows ``spec.nodeName``. Figures:
 ``pods_per_s`` (pods bound / seconds from the first create to the last bind seen),
 ``create_to_bound_p50_ms`` / ``_p99_ms``, and the phases (``timeline``: pods created
 and bound by the end of each second), and ``cpu_ms_per_pod``: CPU time per pod bound of
-the API server's process and of this one, from the first create to the last bind (a
-figure that contention on the machine changes far less than the rate). ``profile``
+the API server's process, of this one (``components``) and of the load's, from the
+first create to the last bind (a figure that contention on the machine changes far
+less than the rate). The load creates pods faster than they are bound, so the
+latencies include the wait in a backlog of pending pods. ``profile``
 (optional) adds
 the top functions by cumulative time (cProfile over this process: the components, and
 the API server too with ``in_process``) to find where the time goes.
@@ -38,13 +44,15 @@ import time
 from typing import Any
 
 from lahar.bench.common import embedded_stack, machine, percentile
+from lahar.bench.loadgen import LoadProcess
 
 GANG_SIZES = (1, 2, 4, 8, 16)
 SHAPES = (("100m", "128Mi"), ("250m", "256Mi"), ("500m", "512Mi"), ("1", "1Gi"))
 NAMESPACE = "default"
 SETUP_SPLIT = (
-    "two processes: the API server (child, HTTPS on loopback with TLS and a token); "
-    "scheduler daemon + Volcano controllers + simulated nodes + load (one loop)"
+    "three processes: the API server (child, HTTPS on loopback with TLS and a token); "
+    "scheduler daemon + Volcano controllers + simulated nodes (one loop); "
+    "the load (child, its own client and connections)"
 )
 SETUP_IN_PROCESS = "in-process: API server + scheduler daemon + simulated nodes, one loop"
 PODGROUP_PATH = "/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
@@ -151,6 +159,7 @@ async def _measure(
     pod_informer = informers.informer(PODS)
     pod_informer.add_handler(on_add=seen, on_update=lambda _old, new: seen(new))
     tasks: list[asyncio.Task[Any]] = []
+    load: LoadProcess | None = None
     try:
         t0 = time.perf_counter()
         await fleet.start()
@@ -176,6 +185,9 @@ async def _measure(
                 body=podgroup_body(name, size, shape),
             )
         bodies = [pod_body(g, i, shape) for g, size, shape in plan for i in range(size)]
+        if split:  # the load in a process of its own (loadgen.py)
+            load = LoadProcess(stack.server.kubeconfig, bodies, stack.tmp)
+            await load.start(concurrency)
         await asyncio.sleep(period)  # let the scheduler's informers settle
         sem = asyncio.Semaphore(concurrency)
 
@@ -186,12 +198,18 @@ async def _measure(
 
         cpu_before = stack.cpu_seconds()
         start = time.perf_counter()
-        await asyncio.gather(*(create(b) for b in bodies))
+        if load is not None:
+            times, load_cpu = await load.run()
+            created.update(times)
+        else:
+            await asyncio.gather(*(create(b) for b in bodies))
         created_s = time.perf_counter() - start
         deadline = time.perf_counter() + timeout
         while len(bound) < pods and time.perf_counter() < deadline:
             await asyncio.sleep(0.05)
         cpu_after = stack.cpu_seconds()
+        if load is not None:
+            cpu_before["load"], cpu_after["load"] = 0.0, load_cpu
         first = min(created.values())
         last = max(bound.values()) if bound else time.perf_counter()
         latencies = [(bound[n] - created[n]) * 1000 for n in bound if n in created]
@@ -217,6 +235,8 @@ async def _measure(
             "api_requests": requests,
         }
     finally:
+        if load is not None:
+            await load.close()
         for task in tasks:
             task.cancel()
         for task in tasks:

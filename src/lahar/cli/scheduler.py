@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
         "--schedule-period",
         default="1s",
         metavar="DURATION",
-        help="pause between the end of a session and the start of the next (default 1s)",
+        help="time between the starts of two sessions; a session that overruns it is followed at once (default 1s)",
     )
     p.add_argument(
         "--scheduler-name",

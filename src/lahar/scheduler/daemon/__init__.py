@@ -10,7 +10,7 @@ concept per module:
 * ``config``: the scheduler configuration file, re-read when it changes (a bad new
   version is logged and the old one kept).
 * ``loop``: the cycle (snapshot -> session -> dispatch -> status -> metrics), one
-  period after the previous cycle ended.
+  period after the previous cycle began, or at once if that one overran.
 * ``binder`` / ``evictor``: asynchronous ``pods/binding`` and ``pods/eviction`` calls
   from bounded pools, with their events.
 * ``podgroups`` / ``queues`` (and ``writes``): PodGroup and Queue status, written only
