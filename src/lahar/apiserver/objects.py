@@ -10,7 +10,6 @@ goes. Deletion itself (grace periods, propagation) lives in ``deletion.py``.
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +26,7 @@ from lahar.apiserver.errors import (
     not_found,
 )
 from lahar.apiserver.jsoncopy import clone
-from lahar.apiserver.meta import meta, now_rfc3339, parse_time, random_suffix, spec_part
+from lahar.apiserver.meta import meta, now_rfc3339, random_suffix, spec_part
 from lahar.apiserver.registry import Registry
 from lahar.apiserver.resources import ResourceType
 from lahar.apiserver.schema import builtin as builtin_schema
@@ -420,14 +419,16 @@ class ObjectService:
 
 
 def _deletion_waits(rt: ResourceType, obj: Obj) -> bool:
-    """Whether a deleting object outlives the removal of its last finalizer: a namespace
-    until its ``spec.finalizers`` are gone too (the namespace controller empties it), a
-    bound pod until its node agent (or the grace period's end) finishes the deletion."""
+    """Whether a deleting object outlives a write that leaves it without finalizers: a
+    namespace until its ``spec.finalizers`` are gone too (the namespace controller
+    empties it); a bound pod deleted with a grace period until its node agent confirms
+    (a DELETE with grace 0), even past the period, as the kubelet confirms in Kubernetes.
+    (The collector finishes it if no agent is alive, gc.py.) Until session 5 a write
+    after the period ended the pod: the agent's own status write as it killed the
+    containers removed the pod while the agent was still tearing the sandbox down, and
+    ``kubectl delete --wait`` returned before the pod's network namespace was gone."""
     if rt.group_resource == "namespaces":
         return bool((obj.get("spec") or {}).get("finalizers"))
     if rt.group_resource != "pods" or not (obj.get("spec") or {}).get("nodeName"):
         return False
-    m = meta(obj)
-    if not m.get("deletionGracePeriodSeconds"):
-        return False
-    return parse_time(m["deletionTimestamp"]) > dt.datetime.now(dt.UTC)
+    return bool(meta(obj).get("deletionGracePeriodSeconds"))
