@@ -66,13 +66,17 @@ class APIServer:
             admission=admission,
             window=watch_window,
         )
-        self.app = APIApp(self.state)
-        self.gc = GarbageCollector(self.state.deletion)
-        self._uvicorn: uvicorn.Server | None = None
-        self._sock: socket.socket | None = None
-        self._ensure_namespaces()
-        for crd in self.state.store.list(crds.CRD_KEY)[0]:
-            crds.established(self.state, crd)
+        try:
+            self.app = APIApp(self.state)
+            self.gc = GarbageCollector(self.state.deletion)
+            self._uvicorn: uvicorn.Server | None = None
+            self._sock: socket.socket | None = None
+            self._ensure_namespaces()
+            for crd in self.state.store.list(crds.CRD_KEY)[0]:
+                crds.established(self.state, crd)
+        except BaseException:  # no server to close later: its store (and thread) go now
+            self.state.store.close()
+            raise
 
     @property
     def kubeconfig_path(self) -> Path:
